@@ -1,0 +1,55 @@
+# The project's commands. `make demo` and `make test` are all a newcomer needs.
+#
+#   venv   create .venv with the build and test tools (re-run when pyproject.toml changes)
+#   build  compile the Rust core into the venv (maturin develop --release)
+#   demo   build, then simulate scenarios/demo.toml into out/demo
+#   test   build, then Rust tests, Python tests and the check of the _core stub
+#   bench  build, then the benchmarks
+#   lint   rustfmt, clippy and ruff
+#   clean  remove the venv, build outputs and results
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+# Rust is installed with rustup, which puts cargo in ~/.cargo/bin.
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+PYTHON ?= python3
+VENV := .venv
+VBIN := $(VENV)/bin
+PY := $(VBIN)/python
+PIP := $(VBIN)/pip
+
+.PHONY: venv build demo test bench lint clean
+
+venv: $(VENV)/.stamp
+
+$(VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+	$(PIP) install "maturin>=1.5,<2" pytest hypothesis mypy ruff numpy pandas matplotlib tqdm
+	touch $@
+
+build: venv
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VBIN)/maturin develop --release
+
+demo: build
+	$(VBIN)/hetsched run scenarios/demo.toml --out out/demo
+
+test: build
+	cargo test --release -p hetsched-core
+	$(PY) -m pytest -q
+	$(PY) -m mypy.stubtest hetsched._core
+
+bench: build
+	$(PY) bench/run.py
+
+lint: venv
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(VBIN)/ruff check $(wildcard python tests bench)
+
+clean:
+	rm -rf $(VENV) target out results .pytest_cache .mypy_cache .ruff_cache
+	find python tests bench -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true
+	rm -f python/hetsched/_core.*.so python/hetsched/_core.*.pyd

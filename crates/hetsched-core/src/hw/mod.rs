@@ -1,0 +1,268 @@
+//! The machine: CPU types, CPUs, topology, frequency domains, and the speed and
+//! power models.
+//!
+//! A CPU is a hardware context. It has a type, a node (socket), a physical
+//! core (SMT siblings share one), a last-level-cache domain and a frequency
+//! domain. A type gives a capacity out of 1024 (as Linux's `cpu_capacity`),
+//! P-states, a speedup per workload class, ISA features and power parameters.
+//!
+//! The machine description is immutable during a run; the dynamic hardware
+//! state (current P-state per domain, which CPUs are busy) lives in the engine.
+//!
+//! Speed model (`ARCHITECTURE.md`): a compute phase of class `c` running on CPU
+//! `p` has compute speed
+//! `s = capacity/1024 × f/f_max × duty_cycle × class_speedup[c] × smt_factor`
+//! (the SMT factor applies only while the sibling context is busy). A phase
+//! with memory intensity `m` (fraction of its reference time stalled on
+//! memory) advances at `1 / ((1 − m)/s + m)` reference nanoseconds per
+//! nanosecond: the compute part scales with the core, the stall part does not.
+
+use crate::time::SimTime;
+
+/// Index of a CPU (hardware context), 0-based as in Linux.
+pub type CpuId = usize;
+
+/// A performance state: frequency and voltage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PState {
+    /// Clock frequency in MHz.
+    pub mhz: u32,
+    /// Supply voltage in volts.
+    pub volt: f64,
+}
+
+/// Per-type power parameters. While a CPU runs a task its power is
+/// `static_w_per_v × V + dyn_w_per_v2ghz × V² × f_GHz × activity`, where the
+/// activity is the duty cycle times the fraction of time spent computing plus
+/// `stall_activity` times the fraction stalled on memory. An idle CPU draws
+/// `idle_w`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PowerModel {
+    /// Dynamic power coefficient, watts per (V² · GHz): the effective switched
+    /// capacitance C_eff of `C·V²·f`.
+    pub dyn_w_per_v2ghz: f64,
+    /// Static (leakage) power per volt of supply while active.
+    pub static_w_per_v: f64,
+    /// Power of an idle CPU (clock-gated), watts.
+    pub idle_w: f64,
+    /// Relative switching activity while stalled on memory (0..1).
+    pub stall_activity: f64,
+}
+
+impl Default for PowerModel {
+    fn default() -> Self {
+        PowerModel {
+            dyn_w_per_v2ghz: 1.0,
+            static_w_per_v: 0.3,
+            idle_w: 0.1,
+            stall_activity: 0.3,
+        }
+    }
+}
+
+/// A CPU type (a kind of core).
+#[derive(Clone, Debug)]
+pub struct CpuType {
+    /// Name used in scenario files (`big`, `little`, ...).
+    pub name: String,
+    /// Capacity at the highest P-state, out of 1024.
+    pub capacity: u32,
+    /// P-states, sorted by ascending frequency.
+    pub pstates: Vec<PState>,
+    /// Speedup per workload class, indexed by interned class id (1.0 default).
+    pub class_speedup: Vec<f64>,
+    /// ISA features as a bit mask over the machine's feature names.
+    pub features: u64,
+    /// Per-thread throughput factor while both SMT siblings are busy.
+    pub smt_factor: f64,
+    /// Power model.
+    pub power: PowerModel,
+    /// Time a frequency change takes to apply.
+    pub freq_transition: SimTime,
+}
+
+impl CpuType {
+    /// Highest frequency, MHz.
+    pub fn fmax(&self) -> u32 {
+        self.pstates.last().map(|p| p.mhz).unwrap_or(1000)
+    }
+    /// Lowest frequency, MHz.
+    pub fn fmin(&self) -> u32 {
+        self.pstates.first().map(|p| p.mhz).unwrap_or(1000)
+    }
+    /// Index of the P-state with exactly `mhz`, if any.
+    pub fn pstate_index(&self, mhz: u32) -> Option<usize> {
+        self.pstates.iter().position(|p| p.mhz == mhz)
+    }
+    /// Speedup of class `class` on this type.
+    #[inline]
+    pub fn speedup(&self, class: usize) -> f64 {
+        self.class_speedup.get(class).copied().unwrap_or(1.0)
+    }
+}
+
+/// One CPU (hardware context) of the machine.
+#[derive(Clone, Debug)]
+pub struct Cpu {
+    /// Its index.
+    pub id: CpuId,
+    /// Index into [`Machine::types`].
+    pub ty: usize,
+    /// NUMA node / socket.
+    pub node: u32,
+    /// Global index of the physical core.
+    pub core: u32,
+    /// Global index of the last-level-cache domain.
+    pub llc: u32,
+    /// Index into [`Machine::domains`].
+    pub domain: usize,
+    /// Clock-modulation duty cycle (0, 1], as the papers' emulation uses.
+    pub duty_cycle: f64,
+    /// Other hardware contexts of the same physical core.
+    pub siblings: Vec<CpuId>,
+}
+
+/// A frequency domain: CPUs that always run at the same P-state.
+#[derive(Clone, Debug)]
+pub struct FreqDomain {
+    /// Its index.
+    pub id: usize,
+    /// Its CPUs (all of one type).
+    pub cpus: Vec<CpuId>,
+    /// Type of its CPUs.
+    pub ty: usize,
+}
+
+/// The whole machine.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    /// CPU types.
+    pub types: Vec<CpuType>,
+    /// CPUs, indexed by [`CpuId`].
+    pub cpus: Vec<Cpu>,
+    /// Frequency domains.
+    pub domains: Vec<FreqDomain>,
+    /// Scheduler tick period (1/HZ).
+    pub tick: SimTime,
+    /// Platform power that does not depend on the CPUs (memory, disks, fans,
+    /// power-supply losses), so that watts are watts at the wall.
+    pub platform_base_w: f64,
+    /// Reference clock in GHz: one reference nanosecond of work is
+    /// `ref_ghz × ipc` instructions.
+    pub ref_ghz: f64,
+    /// Interned workload class names (index 0 is `default`).
+    pub classes: Vec<String>,
+    /// Interned ISA feature names (bit i of a type's mask).
+    pub features: Vec<String>,
+}
+
+impl Machine {
+    /// Number of CPUs.
+    #[inline]
+    pub fn ncpus(&self) -> usize {
+        self.cpus.len()
+    }
+    /// The type of CPU `cpu`.
+    #[inline]
+    pub fn ty(&self, cpu: CpuId) -> &CpuType {
+        &self.types[self.cpus[cpu].ty]
+    }
+    /// Interned id of a class name.
+    pub fn class_id(&self, name: &str) -> Option<usize> {
+        self.classes.iter().position(|c| c == name)
+    }
+    /// Interned id of a feature name.
+    pub fn feature_id(&self, name: &str) -> Option<usize> {
+        self.features.iter().position(|c| c == name)
+    }
+    /// Compute speed `s` of CPU `cpu` for class `class` at frequency `mhz`
+    /// with the SMT sibling busy or not (see the module doc).
+    #[inline]
+    pub fn compute_speed(&self, cpu: CpuId, class: usize, mhz: u32, sibling_busy: bool) -> f64 {
+        let c = &self.cpus[cpu];
+        let t = &self.types[c.ty];
+        let smt = if sibling_busy { t.smt_factor } else { 1.0 };
+        t.capacity as f64 / 1024.0
+            * (mhz as f64 / t.fmax() as f64)
+            * c.duty_cycle
+            * t.speedup(class)
+            * smt
+    }
+}
+
+/// Progress rate, in reference nanoseconds per nanosecond, of a phase with
+/// memory intensity `mem` on a CPU of compute speed `speed`:
+/// `1 / ((1 − m)/s + m)`.
+#[inline]
+pub fn progress_rate(speed: f64, mem: f64) -> f64 {
+    if mem <= 0.0 {
+        speed
+    } else {
+        1.0 / ((1.0 - mem) / speed + mem)
+    }
+}
+
+/// Fraction of wall time spent computing (not stalled) for a phase with
+/// memory intensity `mem` at compute speed `speed`.
+#[inline]
+pub fn compute_fraction(speed: f64, mem: f64) -> f64 {
+    if mem <= 0.0 {
+        1.0
+    } else {
+        let c = (1.0 - mem) / speed;
+        c / (c + mem)
+    }
+}
+
+/// Power of a busy CPU of type `t` at P-state `ps`, duty cycle `duty`, for a
+/// phase whose compute fraction is `cf`.
+#[inline]
+pub fn busy_power(t: &CpuType, ps: &PState, duty: f64, cf: f64) -> f64 {
+    let p = &t.power;
+    let activity = duty * (cf + p.stall_activity * (1.0 - cf));
+    p.static_w_per_v * ps.volt
+        + p.dyn_w_per_v2ghz * ps.volt * ps.volt * (ps.mhz as f64 / 1000.0) * activity
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_formula_matches_hand_values() {
+        // Pure compute: rate equals speed.
+        assert_eq!(progress_rate(0.5, 0.0), 0.5);
+        // m = 0.5, s = 2: 1 / (0.5/2 + 0.5) = 1 / 0.75.
+        assert!((progress_rate(2.0, 0.5) - 1.0 / 0.75).abs() < 1e-12);
+        // Fully memory-bound phases do not speed up at all.
+        assert!((progress_rate(4.0, 1.0) - 1.0).abs() < 1e-12);
+        // Compute fraction at m = 0.5, s = 2: 0.25 / 0.75 = 1/3.
+        assert!((compute_fraction(2.0, 0.5) - 1.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn busy_power_is_static_plus_cv2f() {
+        let t = CpuType {
+            name: "x".into(),
+            capacity: 1024,
+            pstates: vec![PState {
+                mhz: 2000,
+                volt: 1.2,
+            }],
+            class_speedup: vec![],
+            features: 0,
+            smt_factor: 1.0,
+            power: PowerModel {
+                dyn_w_per_v2ghz: 2.0,
+                static_w_per_v: 0.5,
+                idle_w: 0.1,
+                stall_activity: 0.0,
+            },
+            freq_transition: SimTime::ZERO,
+        };
+        // 0.5*1.2 + 2.0*1.44*2.0*1.0 = 0.6 + 5.76 = 6.36 W
+        assert!((busy_power(&t, &t.pstates[0], 1.0, 1.0) - 6.36).abs() < 1e-12);
+        // half stalled with zero stall activity: dynamic part halves
+        assert!((busy_power(&t, &t.pstates[0], 1.0, 0.5) - (0.6 + 2.88)).abs() < 1e-12);
+    }
+}

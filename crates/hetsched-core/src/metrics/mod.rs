@@ -1,0 +1,254 @@
+//! Results of a run: per-task, per-program and per-CPU rows and a summary,
+//! serialisable as JSON (the Python layer turns them into DataFrames).
+
+use crate::sim::Engine;
+use crate::trace::TraceEvent;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Run-level summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub scenario: String,
+    pub scheduler: String,
+    pub governor: String,
+    pub agents: Vec<String>,
+    pub seed: u64,
+    pub version: String,
+    /// Simulated time at which the run ended.
+    pub sim_end_s: f64,
+    /// Time at which the last program instance finished (None if some did not).
+    pub makespan_s: Option<f64>,
+    pub events: u64,
+    pub wall_s: f64,
+    pub events_per_sec: f64,
+    /// CPUs plus platform base power, joules.
+    pub energy_j: f64,
+    pub avg_power_w: f64,
+    pub migrations: u64,
+    pub context_switches: u64,
+    pub deadline_misses: u64,
+    pub tasks: usize,
+    pub programs: usize,
+    pub programs_completed: usize,
+    pub tasks_killed: usize,
+    /// Hex digest of every decision and state change of the run.
+    pub trace_hash: String,
+}
+
+/// One task.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskRow {
+    pub task: usize,
+    pub program: String,
+    pub program_id: usize,
+    pub thread: u32,
+    pub state: &'static str,
+    pub start_s: Option<f64>,
+    pub end_s: Option<f64>,
+    pub run_s: f64,
+    pub wait_s: f64,
+    pub sleep_s: f64,
+    pub work_ms: f64,
+    pub instructions: f64,
+    pub cycles: f64,
+    pub ipc: f64,
+    pub cache_refs: f64,
+    pub cache_misses: f64,
+    pub csw_voluntary: u64,
+    pub csw_involuntary: u64,
+    pub migrations: u64,
+    pub jobs: u64,
+    pub deadline_misses: u64,
+    pub max_response_ms: f64,
+    pub nice: i32,
+    pub killed: Option<String>,
+    pub run_s_by_type: BTreeMap<String, f64>,
+}
+
+/// One completed program instance.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProgramRow {
+    pub program_id: usize,
+    pub program: String,
+    pub kind: String,
+    pub instance: u32,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub completion_s: f64,
+    pub threads: usize,
+}
+
+/// One CPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuRow {
+    pub cpu: usize,
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub node: u32,
+    pub core: u32,
+    pub llc: u32,
+    pub freq_domain: usize,
+    pub busy_s: f64,
+    pub idle_s: f64,
+    pub utilization: f64,
+    pub energy_j: f64,
+    pub ticks: u64,
+    pub final_mhz: u32,
+}
+
+/// Everything a run returns.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResults {
+    pub summary: Summary,
+    pub tasks: Vec<TaskRow>,
+    pub programs: Vec<ProgramRow>,
+    pub cpus: Vec<CpuRow>,
+    pub warnings: Vec<String>,
+    pub trace: Vec<TraceEvent>,
+}
+
+/// Collect the results of a finished run.
+pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
+    let m = &e.m;
+    let end = e.end_time();
+    let end_s = end.as_secs_f64();
+    let tasks: Vec<TaskRow> = e
+        .tasks
+        .iter()
+        .map(|t| {
+            let p = &e.progs[t.program];
+            let by_type = m
+                .types
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| t.c.run_ns_by_type.get(*i).copied().unwrap_or(0) > 0)
+                .map(|(i, ty)| (ty.name.clone(), t.c.run_ns_by_type[i] as f64 * 1e-9))
+                .collect();
+            TaskRow {
+                task: t.id,
+                program: p.name.clone(),
+                program_id: p.id,
+                thread: t.thread,
+                state: t.state.name(),
+                start_s: t.start.map(|s| s.as_secs_f64()),
+                end_s: t.end.map(|s| s.as_secs_f64()),
+                run_s: t.c.run_ns as f64 * 1e-9,
+                wait_s: t.c.wait_ns as f64 * 1e-9,
+                sleep_s: t.c.sleep_ns as f64 * 1e-9,
+                work_ms: t.c.work_done * 1e-6,
+                instructions: t.c.instructions,
+                cycles: t.c.cycles,
+                ipc: if t.c.cycles > 0.0 {
+                    t.c.instructions / t.c.cycles
+                } else {
+                    0.0
+                },
+                cache_refs: t.c.cache_refs,
+                cache_misses: t.c.cache_misses,
+                csw_voluntary: t.c.csw_voluntary,
+                csw_involuntary: t.c.csw_involuntary,
+                migrations: t.c.migrations,
+                jobs: t.c.jobs,
+                deadline_misses: t.c.deadline_misses,
+                max_response_ms: t.c.max_response_ns as f64 * 1e-6,
+                nice: t.nice,
+                killed: t.kill_reason.clone(),
+                run_s_by_type: by_type,
+            }
+        })
+        .collect();
+    let mut programs = Vec::new();
+    for p in &e.progs {
+        for &(inst, s, f) in &p.completions {
+            programs.push(ProgramRow {
+                program_id: p.id,
+                program: p.name.clone(),
+                kind: p.kind.clone(),
+                instance: inst,
+                start_s: s.as_secs_f64(),
+                end_s: f.as_secs_f64(),
+                completion_s: (f - s).as_secs_f64(),
+                threads: p.threads.len(),
+            });
+        }
+    }
+    let cpus: Vec<CpuRow> = m
+        .cpus
+        .iter()
+        .map(|c| {
+            let busy = e.cpu_busy_ns(c.id) as f64 * 1e-9;
+            CpuRow {
+                cpu: c.id,
+                ty: m.types[c.ty].name.clone(),
+                node: c.node,
+                core: c.core,
+                llc: c.llc,
+                freq_domain: c.domain,
+                busy_s: busy,
+                idle_s: (end_s - busy).max(0.0),
+                utilization: if end_s > 0.0 { busy / end_s } else { 0.0 },
+                energy_j: e.cpu_energy(c.id),
+                ticks: e.cpu_ticks(c.id),
+                final_mhz: e.cpu_mhz(c.id),
+            }
+        })
+        .collect();
+    let all_done = e
+        .progs
+        .iter()
+        .all(|p| p.completions.len() as u32 == p.repeat);
+    let makespan = if all_done && !e.progs.is_empty() {
+        e.progs
+            .iter()
+            .flat_map(|p| p.completions.iter().map(|c| c.2))
+            .max()
+            .map(|t| t.as_secs_f64())
+    } else {
+        None
+    };
+    let energy = e.total_energy();
+    let summary = Summary {
+        scenario: scenario.to_string(),
+        scheduler: e.scheduler_name(),
+        governor: e.governor_name(),
+        agents: e.agent_names(),
+        seed: e.seed(),
+        version: crate::VERSION.to_string(),
+        sim_end_s: end_s,
+        makespan_s: makespan,
+        events: e.events,
+        wall_s,
+        events_per_sec: if wall_s > 0.0 {
+            e.events as f64 / wall_s
+        } else {
+            0.0
+        },
+        energy_j: energy,
+        avg_power_w: if end_s > 0.0 { energy / end_s } else { 0.0 },
+        migrations: e.tasks.iter().map(|t| t.c.migrations).sum(),
+        context_switches: e
+            .tasks
+            .iter()
+            .map(|t| t.c.csw_voluntary + t.c.csw_involuntary)
+            .sum(),
+        deadline_misses: e.tasks.iter().map(|t| t.c.deadline_misses).sum(),
+        tasks: e.tasks.len(),
+        programs: e.progs.len(),
+        programs_completed: e
+            .progs
+            .iter()
+            .filter(|p| p.completions.len() as u32 == p.repeat)
+            .count(),
+        tasks_killed: e.tasks.iter().filter(|t| t.kill_reason.is_some()).count(),
+        trace_hash: format!("{:016x}", e.trace_hash()),
+    };
+    RunResults {
+        summary,
+        tasks,
+        programs,
+        cpus,
+        warnings: e.warnings.clone(),
+        trace: e.trace.clone(),
+    }
+}

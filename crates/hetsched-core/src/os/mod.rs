@@ -1,0 +1,193 @@
+//! Operating-system objects: tasks (threads), CPU sets, nice values and
+//! weights, per-task counters.
+//!
+//! A task is a schedulable thread. The engine owns every task's state and
+//! counters; policies read them through the context and never write them.
+
+use crate::hw::CpuId;
+use crate::time::SimTime;
+use crate::workload::Op;
+use std::sync::Arc;
+
+/// Index of a task.
+pub type TaskId = usize;
+
+/// Linux's nice-to-weight table (`sched_prio_to_weight`, kernel/sched/core.c):
+/// each nice step changes the CPU share by about 10% (factor 1.25).
+pub const NICE_TO_WEIGHT: [u32; 40] = [
+    88761, 71755, 56483, 46273, 36291, // -20 .. -16
+    29154, 23254, 18705, 14949, 11916, // -15 .. -11
+    9548, 7620, 6100, 4904, 3906, // -10 .. -6
+    3121, 2501, 1991, 1586, 1277, // -5 .. -1
+    1024, 820, 655, 526, 423, // 0 .. 4
+    335, 272, 215, 172, 137, // 5 .. 9
+    110, 87, 70, 56, 45, // 10 .. 14
+    36, 29, 23, 18, 15, // 15 .. 19
+];
+
+/// Weight of a nice value (clamped to -20..=19; inputs are validated earlier).
+#[inline]
+pub fn nice_to_weight(nice: i32) -> u32 {
+    NICE_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
+}
+
+/// A set of CPUs (an affinity mask or a cpuset).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuSet {
+    /// Every CPU of the machine.
+    All,
+    /// A bit mask over CPU ids.
+    Mask(Arc<[u64]>),
+}
+
+impl CpuSet {
+    /// A set from a list of CPU ids.
+    pub fn from_cpus(cpus: &[CpuId], ncpus: usize) -> CpuSet {
+        let mut words = vec![0u64; ncpus.div_ceil(64).max(1)];
+        for &c in cpus {
+            words[c / 64] |= 1u64 << (c % 64);
+        }
+        CpuSet::Mask(words.into())
+    }
+    /// Whether `cpu` is in the set. O(1).
+    #[inline]
+    pub fn contains(&self, cpu: CpuId) -> bool {
+        match self {
+            CpuSet::All => true,
+            CpuSet::Mask(w) => w
+                .get(cpu / 64)
+                .is_some_and(|x| x & (1u64 << (cpu % 64)) != 0),
+        }
+    }
+    /// The CPU ids in the set, ascending. O(ncpus).
+    pub fn to_vec(&self, ncpus: usize) -> Vec<CpuId> {
+        (0..ncpus).filter(|&c| self.contains(c)).collect()
+    }
+    /// Whether no CPU below `ncpus` is in the set.
+    pub fn is_empty_within(&self, ncpus: usize) -> bool {
+        !(0..ncpus).any(|c| self.contains(c))
+    }
+}
+
+/// Scheduling state of a task.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// Its program has not started yet.
+    NotStarted,
+    /// Ready to run, queued in the scheduler.
+    Runnable,
+    /// On a CPU.
+    Running,
+    /// Sleeping (timed sleep or I/O).
+    Sleeping,
+    /// Blocked at a barrier.
+    Blocked,
+    /// Finished (or killed).
+    Exited,
+}
+
+impl TaskState {
+    /// Lower-case name used in results and in the Python API.
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskState::NotStarted => "not_started",
+            TaskState::Runnable => "runnable",
+            TaskState::Running => "running",
+            TaskState::Sleeping => "sleeping",
+            TaskState::Blocked => "blocked",
+            TaskState::Exited => "exited",
+        }
+    }
+}
+
+/// Counters the engine keeps per task, as `perf` and `/proc` would show them.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    /// Time on a CPU.
+    pub run_ns: u64,
+    /// Time runnable but waiting for a CPU.
+    pub wait_ns: u64,
+    /// Time sleeping or blocked.
+    pub sleep_ns: u64,
+    /// Reference work completed (reference nanoseconds).
+    pub work_done: f64,
+    /// Reference work handed out by the program so far.
+    pub work_assigned: f64,
+    /// Instructions retired.
+    pub instructions: f64,
+    /// Core cycles while running.
+    pub cycles: f64,
+    /// Last-level cache references.
+    pub cache_refs: f64,
+    /// Last-level cache misses.
+    pub cache_misses: f64,
+    /// Voluntary context switches (blocked, slept, exited).
+    pub csw_voluntary: u64,
+    /// Involuntary context switches (preempted).
+    pub csw_involuntary: u64,
+    /// Times it started running on a CPU other than the one it last ran on.
+    pub migrations: u64,
+    /// Completed periodic jobs.
+    pub jobs: u64,
+    /// Periodic jobs that finished after their deadline.
+    pub deadline_misses: u64,
+    /// Worst response time of a periodic job.
+    pub max_response_ns: u64,
+    /// Run time per CPU type (index = type id).
+    pub run_ns_by_type: Vec<u64>,
+}
+
+/// A thread.
+#[derive(Clone, Debug)]
+pub struct Task {
+    /// Its index.
+    pub id: TaskId,
+    /// Index of its program.
+    pub program: usize,
+    /// Thread index within the program.
+    pub thread: u32,
+    /// The thread's operations (shared between identical threads).
+    pub ops: Arc<[Op]>,
+    /// How many times `ops` runs.
+    pub loops: u32,
+    /// Next operation.
+    pub pc: u32,
+    /// Completed passes over `ops`.
+    pub iter: u32,
+    /// Scheduling state.
+    pub state: TaskState,
+    /// Since when it is in `state`.
+    pub state_since: SimTime,
+    /// The CPU it is assigned to: running on, queued for, or last ran on.
+    pub cpu: CpuId,
+    /// The CPU it last ran on, if it has run.
+    pub last_ran: Option<CpuId>,
+    /// Allowed CPUs.
+    pub affinity: CpuSet,
+    /// Nice value, -20..=19.
+    pub nice: i32,
+    /// Load weight from [`NICE_TO_WEIGHT`].
+    pub weight: u32,
+    /// Remaining reference work of the current compute phase.
+    pub remaining: f64,
+    /// Index of the current compute parameters in the program's table.
+    pub param: u32,
+    /// I/O sleep owed after the current work-queue chunk.
+    pub pending_io: u64,
+    /// Release time of the current periodic job.
+    pub release: SimTime,
+    /// Absolute deadline of the current periodic job.
+    pub deadline: Option<SimTime>,
+    /// Generation of its wake-up event (stale ones are dropped).
+    pub wake_gen: u32,
+    /// Workload class of the current phase (interned id).
+    pub class: usize,
+    /// First time it became runnable.
+    pub start: Option<SimTime>,
+    /// Time it exited.
+    pub end: Option<SimTime>,
+    /// Why it ended, if not normally (e.g. a SIGILL outcome).
+    pub kill_reason: Option<String>,
+    /// Counters.
+    pub c: Counters,
+}

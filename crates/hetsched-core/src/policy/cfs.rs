@@ -1,0 +1,677 @@
+//! Linux CFS (the Completely Fair Scheduler), faithful in the parts that the
+//! seed papers depend on, and the `pinned` variant (the papers' ACMP
+//! baseline: each task stays where it was first placed).
+//!
+//! Follows kernel/sched/fair.c of the 2.6.3x–5.x era:
+//! * per-CPU runqueues ordered by virtual runtime (a `BTreeSet` keyed by
+//!   `(vruntime, task)`, ties by task id for determinism); the running task is
+//!   not in the tree, as in the kernel;
+//! * the nice-to-weight table; `vruntime += delta × 1024 / weight`;
+//! * `sched_latency`, `min_granularity`, `wakeup_granularity`, scaled by
+//!   `1 + log2(min(ncpus, 8))` as the kernel's default `SCHED_TUNABLESCALING_LOG`
+//!   does (values given explicitly as parameters are used as they are);
+//! * `sched_slice()`: the period (latency, or `nr × min_granularity` when more
+//!   than `latency / min_granularity` tasks run) shared by weight;
+//! * tick preemption (`check_preempt_tick`) and wake-up preemption
+//!   (`check_preempt_wakeup`, with the waking task's weighted granularity);
+//! * `place_entity`: new tasks start at `min_vruntime + vslice` (START_DEBIT),
+//!   waking tasks at `max(vruntime, min_vruntime − latency/2)`
+//!   (GENTLE_FAIR_SLEEPERS); vruntime is renormalised on migration;
+//! * wake-up placement: the previous CPU if idle, else an idle CPU sharing its
+//!   LLC (`select_idle_sibling`), else the previous CPU; new tasks go to the
+//!   least loaded allowed CPU (`find_idlest_cpu`);
+//! * load balancing by load (sum of queued weights) over the scheduling
+//!   domains SMT → LLC → node → system: newidle balancing when a CPU is about
+//!   to go idle, nohz idle balancing (a busy CPU with waiting tasks hands one
+//!   to an idle CPU on its tick), and periodic balancing at
+//!   `span_weight` ms × `busy_factor` intervals. The simulator is tickless, so
+//!   periodic balancing runs on the ticks of the CPUs that have waiting tasks —
+//!   the only CPUs from which a pull can take anything — on behalf of the
+//!   least loaded CPU of each domain; migration always respects affinity.
+//!
+//! Simplifications, stated: load is the instantaneous sum of weights, not a
+//! PELT average; cache-hot and NUMA-fault heuristics are not modelled; no
+//! group scheduling (every task is a top-level entity).
+
+use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
+use crate::hw::{CpuId, Machine};
+use crate::os::TaskId;
+use crate::time::SimTime;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+const NICE_0_LOAD: u64 = 1024;
+
+fn params() -> Vec<ParamDef> {
+    vec![
+        ParamDef {
+            name: "latency_ms",
+            default: "auto",
+            doc: "sched_latency; auto = 6 ms × (1 + log2(min(ncpus, 8)))",
+        },
+        ParamDef {
+            name: "min_granularity_ms",
+            default: "auto",
+            doc: "sched_min_granularity; auto = 0.75 ms × (1 + log2(min(ncpus, 8)))",
+        },
+        ParamDef {
+            name: "wakeup_granularity_ms",
+            default: "auto",
+            doc: "sched_wakeup_granularity; auto = 1 ms × (1 + log2(min(ncpus, 8)))",
+        },
+        ParamDef {
+            name: "balance",
+            default: "true",
+            doc: "load balancing between CPUs (false = never migrate)",
+        },
+        ParamDef {
+            name: "busy_factor",
+            default: "16",
+            doc: "periodic-balance interval multiplier on busy CPUs",
+        },
+    ]
+}
+
+/// Registry entry of `cfs`.
+pub fn info() -> PolicyInfo {
+    PolicyInfo {
+        name: "cfs",
+        kind: Kind::Scheduler,
+        doc: "Linux CFS: vruntime-ordered per-CPU runqueues, nice weights, latency/granularity, wake-up preemption, load balancing over SMT/LLC/node domains",
+        params: params(),
+    }
+}
+
+/// Registry entry of `pinned`.
+pub fn pinned_info() -> PolicyInfo {
+    PolicyInfo {
+        name: "pinned",
+        kind: Kind::Scheduler,
+        doc: "CFS per CPU with no migration: each task runs where its affinity pins it (the least loaded allowed CPU at its first placement); the papers' ACMP baseline",
+        params: params().into_iter().filter(|p| p.name != "balance").collect(),
+    }
+}
+
+/// Per-task scheduling entity.
+#[derive(Clone, Debug, Default)]
+struct Se {
+    vruntime: u64,
+    exec_start: SimTime,
+    sum_exec: u64,
+    prev_sum_exec: u64,
+    last_run: SimTime,
+    /// The runqueue whose `min_vruntime` frame `vruntime` is expressed in.
+    frame: CpuId,
+    weight: u64,
+    queued: bool,
+    seen: bool,
+}
+
+/// Per-CPU runqueue.
+#[derive(Clone, Debug, Default)]
+struct Rq {
+    timeline: BTreeSet<(u64, TaskId)>,
+    curr: Option<TaskId>,
+    /// Sum of weights of queued tasks and the current one.
+    load: u64,
+    /// Queued tasks plus the current one.
+    nr: u32,
+    min_vruntime: u64,
+}
+
+/// One scheduling-domain level of a CPU.
+#[derive(Clone, Debug)]
+struct Level {
+    span: Arc<[CpuId]>,
+    interval: SimTime,
+}
+
+/// The CFS scheduler (and, with `pinned`, its no-migration variant).
+pub struct Cfs {
+    name: String,
+    pinned: bool,
+    balance: bool,
+    latency: u64,
+    min_gran: u64,
+    wakeup_gran: u64,
+    busy_factor: u64,
+    rqs: Vec<Rq>,
+    se: Vec<Se>,
+    levels: Vec<Vec<Level>>,
+    next_balance: Vec<Vec<SimTime>>,
+    idle: BTreeSet<CpuId>,
+}
+
+/// `delta × 1024 / weight`, the kernel's `calc_delta_fair`.
+#[inline]
+fn calc_delta_fair(delta: u64, weight: u64) -> u64 {
+    if weight == NICE_0_LOAD {
+        delta
+    } else {
+        ((delta as u128 * NICE_0_LOAD as u128) / weight.max(1) as u128) as u64
+    }
+}
+
+impl Cfs {
+    /// Build from a parsed spec.
+    pub fn from_params(ps: &PolicySpec, m: &Machine, pinned: bool) -> Result<Cfs, String> {
+        let defs = if pinned {
+            pinned_info().params
+        } else {
+            params()
+        };
+        let name = if pinned { "pinned" } else { "cfs" };
+        let p = Params::new(name, &ps.params, &defs)?;
+        let factor = 1 + (m.ncpus().clamp(1, 8) as u64).ilog2() as u64;
+        let ms = |key: &str, base_us: u64| -> Result<u64, String> {
+            if p.given(key) {
+                Ok((p.f64(key, 0.001, 10_000.0)? * 1e6).round() as u64)
+            } else {
+                Ok(base_us * 1000 * factor)
+            }
+        };
+        let latency = ms("latency_ms", 6000)?;
+        let min_gran = ms("min_granularity_ms", 750)?;
+        let wakeup_gran = ms("wakeup_granularity_ms", 1000)?;
+        let balance = if pinned { false } else { p.bool("balance")? };
+        let busy_factor = p.f64("busy_factor", 1.0, 1024.0)? as u64;
+        let mut full = String::from(name);
+        if !ps.params.is_empty() {
+            let parts: Vec<String> = ps.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            full = format!("{name}[{}]", parts.join(","));
+        }
+        let n = m.ncpus();
+        let levels = build_levels(m);
+        let next_balance = levels
+            .iter()
+            .map(|l| vec![SimTime::ZERO; l.len()])
+            .collect();
+        Ok(Cfs {
+            name: full,
+            pinned,
+            balance,
+            latency,
+            min_gran,
+            wakeup_gran,
+            busy_factor,
+            rqs: vec![Rq::default(); n],
+            se: Vec::new(),
+            levels,
+            next_balance,
+            idle: (0..n).collect(),
+        })
+    }
+
+    /// The latency, min granularity and wake-up granularity in use (ns).
+    pub fn tunables(&self) -> (u64, u64, u64) {
+        (self.latency, self.min_gran, self.wakeup_gran)
+    }
+
+    fn se_mut(&mut self, t: TaskId) -> &mut Se {
+        if t >= self.se.len() {
+            self.se.resize(t + 1, Se::default());
+        }
+        &mut self.se[t]
+    }
+
+    fn is_idle(&self, cx: &Ctx, cpu: CpuId) -> bool {
+        self.rqs[cpu].nr == 0 && cx.current(cpu).is_none() && cx.online(cpu)
+    }
+
+    fn set_nr(&mut self, cpu: CpuId, delta: i32) {
+        let rq = &mut self.rqs[cpu];
+        let before = rq.nr;
+        rq.nr = (rq.nr as i64 + delta as i64) as u32;
+        if before == 0 && rq.nr > 0 {
+            self.idle.remove(&cpu);
+        } else if before > 0 && rq.nr == 0 {
+            self.idle.insert(cpu);
+        }
+    }
+
+    fn update_min_vruntime(&mut self, cpu: CpuId) {
+        let rq = &self.rqs[cpu];
+        let curr = rq.curr.map(|t| self.se[t].vruntime);
+        let left = rq.timeline.first().map(|&(v, _)| v);
+        let candidate = match (curr, left) {
+            (Some(c), Some(l)) => Some(c.min(l)),
+            (Some(c), None) => Some(c),
+            (None, Some(l)) => Some(l),
+            (None, None) => None,
+        };
+        if let Some(v) = candidate {
+            let rq = &mut self.rqs[cpu];
+            rq.min_vruntime = rq.min_vruntime.max(v);
+        }
+    }
+
+    /// Charge the running task for the time since its last update.
+    fn update_curr(&mut self, cpu: CpuId, now: SimTime) {
+        let Some(t) = self.rqs[cpu].curr else { return };
+        let se = &mut self.se[t];
+        let delta = now.since(se.exec_start).0;
+        if delta == 0 {
+            return;
+        }
+        se.exec_start = now;
+        se.sum_exec += delta;
+        se.vruntime += calc_delta_fair(delta, se.weight);
+        self.update_min_vruntime(cpu);
+    }
+
+    /// `sched_slice()`: wall-clock slice of `t` on `cpu`'s runqueue.
+    fn sched_slice(&self, cpu: CpuId, t: TaskId) -> u64 {
+        let rq = &self.rqs[cpu];
+        let se = &self.se[t];
+        let (mut nr, mut load) = (rq.nr as u64, rq.load);
+        if !se.queued && rq.curr != Some(t) {
+            nr += 1;
+            load += se.weight;
+        }
+        let nr_latency = (self.latency / self.min_gran.max(1)).max(1);
+        let period = if nr > nr_latency {
+            nr * self.min_gran
+        } else {
+            self.latency
+        };
+        ((period as u128 * se.weight as u128) / load.max(1) as u128) as u64
+    }
+
+    /// Move `t`'s vruntime into `cpu`'s frame (migration renormalisation).
+    fn renormalise(&mut self, t: TaskId, cpu: CpuId) {
+        let from = self.se[t].frame;
+        if from != cpu {
+            let (old_min, new_min) = (self.rqs[from].min_vruntime, self.rqs[cpu].min_vruntime);
+            let se = &mut self.se[t];
+            se.vruntime = se.vruntime.saturating_sub(old_min) + new_min;
+            se.frame = cpu;
+        }
+    }
+
+    fn insert(&mut self, t: TaskId, cpu: CpuId) {
+        let se = &mut self.se[t];
+        se.queued = true;
+        let key = (se.vruntime, t);
+        let w = se.weight;
+        self.rqs[cpu].timeline.insert(key);
+        self.rqs[cpu].load += w;
+        self.set_nr(cpu, 1);
+    }
+
+    fn remove(&mut self, t: TaskId, cpu: CpuId) {
+        let se = &mut self.se[t];
+        se.queued = false;
+        let key = (se.vruntime, t);
+        let w = se.weight;
+        let removed = self.rqs[cpu].timeline.remove(&key);
+        debug_assert!(removed, "task {t} not queued on cpu {cpu}");
+        self.rqs[cpu].load -= w;
+        self.set_nr(cpu, -1);
+    }
+
+    fn sync_tick(&self, cx: &mut Ctx, cpu: CpuId) {
+        cx.want_tick(cpu, self.rqs[cpu].nr >= 2);
+    }
+
+    /// Least loaded allowed online CPU (ties: lowest id).
+    fn idlest(&self, cx: &Ctx, t: TaskId) -> CpuId {
+        let aff = &cx.task(t).affinity;
+        let mut best: Option<(u64, u32, CpuId)> = None;
+        for c in 0..cx.ncpus() {
+            if !aff.contains(c) || !cx.online(c) {
+                continue;
+            }
+            let busy = cx.current(c).is_some() as u64;
+            let key = (self.rqs[c].load.max(busy * NICE_0_LOAD), self.rqs[c].nr, c);
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        best.map(|b| b.2).unwrap_or(cx.task(t).cpu)
+    }
+
+    /// The coldest queued task on `src` that may run on `dst` and weighs at
+    /// most `max_weight`.
+    fn pick_migratable(&self, cx: &Ctx, src: CpuId, dst: CpuId, max_weight: u64) -> Option<TaskId> {
+        let mut best: Option<(SimTime, TaskId)> = None;
+        for &(_, t) in &self.rqs[src].timeline {
+            let se = &self.se[t];
+            if se.weight > max_weight || !cx.task(t).affinity.contains(dst) {
+                continue;
+            }
+            let key = (se.last_run, t);
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        best.map(|b| b.1)
+    }
+
+    /// Move queued task `t` from `src` to `dst`.
+    fn move_task(&mut self, cx: &mut Ctx, t: TaskId, src: CpuId, dst: CpuId) {
+        self.remove(t, src);
+        self.renormalise(t, dst);
+        self.insert(t, dst);
+        cx.migrate(t, dst);
+        self.sync_tick(cx, src);
+        self.sync_tick(cx, dst);
+    }
+
+    /// On the tick of a CPU with waiting tasks: hand one to an idle CPU (nohz
+    /// idle balance), then periodic balancing of its domains.
+    fn tick_balance(&mut self, cx: &mut Ctx, cpu: CpuId) {
+        if self.rqs[cpu].nr < 2 {
+            return;
+        }
+        // nohz idle balance: nearest idle CPU by domain level.
+        if !self.idle.is_empty() {
+            let mut target = None;
+            'levels: for lvl in &self.levels[cpu] {
+                for &c in lvl.span.iter() {
+                    if c != cpu && self.idle.contains(&c) && self.is_idle(cx, c) {
+                        if let Some(t) = self.pick_migratable(cx, cpu, c, u64::MAX) {
+                            target = Some((t, c));
+                            break 'levels;
+                        }
+                    }
+                }
+            }
+            if let Some((t, c)) = target {
+                self.move_task(cx, t, cpu, c);
+                return;
+            }
+        }
+        let now = cx.now;
+        for li in 0..self.levels[cpu].len() {
+            if now < self.next_balance[cpu][li] {
+                continue;
+            }
+            let lvl = self.levels[cpu][li].clone();
+            self.next_balance[cpu][li] = now + SimTime(lvl.interval.0 * self.busy_factor);
+            // The least loaded CPU of the span pulls from this one.
+            let mut dst: Option<(u64, CpuId)> = None;
+            for &c in lvl.span.iter() {
+                if c == cpu || !cx.online(c) {
+                    continue;
+                }
+                let key = (self.rqs[c].load, c);
+                if dst.is_none_or(|d| key < d) {
+                    dst = Some(key);
+                }
+            }
+            let Some((dst_load, dst)) = dst else { continue };
+            let src_load = self.rqs[cpu].load;
+            if src_load <= dst_load {
+                continue;
+            }
+            let mut imbalance = (src_load - dst_load) / 2;
+            let mut moved = false;
+            while imbalance > 0 && self.rqs[cpu].nr >= 2 {
+                let Some(t) = self.pick_migratable(cx, cpu, dst, imbalance) else {
+                    break;
+                };
+                imbalance -= self.se[t].weight.min(imbalance);
+                self.move_task(cx, t, cpu, dst);
+                moved = true;
+            }
+            if moved {
+                break;
+            }
+        }
+    }
+}
+
+/// Scheduling domains of every CPU: SMT siblings, LLC, node, system; levels
+/// with the same span as the one below (or a single CPU) are dropped, as the
+/// kernel degenerates them.
+fn build_levels(m: &Machine) -> Vec<Vec<Level>> {
+    use std::collections::BTreeMap;
+    let n = m.ncpus();
+    let mut cache: BTreeMap<(u8, u64), Arc<[CpuId]>> = BTreeMap::new();
+    let mut span_of = |lvl: u8, key: u64, pred: &dyn Fn(&crate::hw::Cpu) -> bool| -> Arc<[CpuId]> {
+        cache
+            .entry((lvl, key))
+            .or_insert_with(|| {
+                m.cpus
+                    .iter()
+                    .filter(|c| pred(c))
+                    .map(|c| c.id)
+                    .collect::<Vec<_>>()
+                    .into()
+            })
+            .clone()
+    };
+    let mut out = Vec::with_capacity(n);
+    for c in &m.cpus {
+        let (node, core, llc) = (c.node, c.core, c.llc);
+        let spans = [
+            span_of(0, core as u64, &|x| x.core == core),
+            span_of(1, llc as u64, &|x| x.llc == llc),
+            span_of(2, node as u64, &|x| x.node == node),
+            span_of(3, 0, &|_| true),
+        ];
+        let mut levels: Vec<Level> = Vec::new();
+        for s in spans {
+            if s.len() <= 1 || levels.last().is_some_and(|l| l.span.len() == s.len()) {
+                continue;
+            }
+            let interval = SimTime::ms(s.len() as u64).max(m.tick);
+            levels.push(Level { span: s, interval });
+        }
+        out.push(levels);
+    }
+    out
+}
+
+impl Scheduler for Cfs {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn select_cpu(
+        &mut self,
+        cx: &mut Ctx,
+        t: TaskId,
+        prev: Option<CpuId>,
+        flags: EnqFlags,
+    ) -> CpuId {
+        let aff = cx.task(t).affinity.clone();
+        let prev_ok = prev.filter(|&p| aff.contains(p) && cx.online(p));
+        if self.pinned {
+            return prev_ok.unwrap_or_else(|| self.idlest(cx, t));
+        }
+        match (flags, prev_ok) {
+            (EnqFlags::Wakeup, Some(p)) => {
+                if self.is_idle(cx, p) {
+                    return p;
+                }
+                // select_idle_sibling: scan the LLC, starting after prev.
+                let llc = self.levels[p]
+                    .iter()
+                    .find(|l| {
+                        l.span
+                            .iter()
+                            .all(|&c| cx.machine.cpus[c].llc == cx.machine.cpus[p].llc)
+                    })
+                    .map(|l| l.span.clone());
+                if let Some(span) = llc {
+                    let start = span.iter().position(|&c| c == p).unwrap_or(0);
+                    for i in 1..span.len() {
+                        let c = span[(start + i) % span.len()];
+                        if aff.contains(c) && self.is_idle(cx, c) {
+                            return c;
+                        }
+                    }
+                }
+                p
+            }
+            _ => self.idlest(cx, t),
+        }
+    }
+
+    fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, flags: EnqFlags) {
+        let now = cx.now;
+        let weight = cx.task(t).weight as u64;
+        self.update_curr(cpu, now);
+        let first = {
+            let se = self.se_mut(t);
+            se.weight = weight;
+            let first = !se.seen;
+            if first {
+                se.seen = true;
+                se.frame = cpu;
+            }
+            first
+        };
+        self.renormalise(t, cpu);
+        let min_vr = self.rqs[cpu].min_vruntime;
+        match flags {
+            EnqFlags::New => {
+                // START_DEBIT: a new task starts one virtual slice behind.
+                let vslice = calc_delta_fair(self.sched_slice(cpu, t), weight);
+                let se = &mut self.se[t];
+                se.vruntime = if first {
+                    min_vr + vslice
+                } else {
+                    se.vruntime.max(min_vr + vslice)
+                };
+            }
+            EnqFlags::Wakeup => {
+                // GENTLE_FAIR_SLEEPERS: credit at most half a latency.
+                let floor = min_vr.saturating_sub(self.latency / 2);
+                let se = &mut self.se[t];
+                se.vruntime = se.vruntime.max(floor);
+            }
+            _ => {}
+        }
+        self.insert(t, cpu);
+        if matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
+            if let Some(curr) = self.rqs[cpu].curr {
+                // check_preempt_wakeup with the waking task's weighted granularity.
+                let gran = calc_delta_fair(self.wakeup_gran, weight);
+                let (cv, pv) = (self.se[curr].vruntime, self.se[t].vruntime);
+                if cv > pv && cv - pv > gran {
+                    cx.resched(cpu);
+                }
+            }
+        }
+        self.sync_tick(cx, cpu);
+    }
+
+    fn dequeue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        if self.se.get(t).is_some_and(|s| s.queued) {
+            self.remove(t, cpu);
+        }
+        self.sync_tick(cx, cpu);
+    }
+
+    fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
+        let (_, t) = self.rqs[cpu].timeline.pop_first()?;
+        let now = cx.now;
+        {
+            let se = &mut self.se[t];
+            se.queued = false;
+            se.exec_start = now;
+            se.prev_sum_exec = se.sum_exec;
+        }
+        self.rqs[cpu].curr = Some(t);
+        self.update_min_vruntime(cpu);
+        self.sync_tick(cx, cpu);
+        Some(t)
+    }
+
+    fn balance(&mut self, cx: &mut Ctx, cpu: CpuId) {
+        if !self.balance {
+            return;
+        }
+        // newidle: pull one task from the busiest CPU of the nearest domain
+        // that has one to give.
+        for li in 0..self.levels[cpu].len() {
+            let span = self.levels[cpu][li].span.clone();
+            let mut busiest: Option<(u64, CpuId)> = None;
+            for &c in span.iter() {
+                if c == cpu || self.rqs[c].nr < 2 {
+                    continue;
+                }
+                let key = (self.rqs[c].load, c);
+                if busiest.is_none_or(|b| key.0 > b.0) {
+                    busiest = Some(key);
+                }
+            }
+            if let Some((_, src)) = busiest {
+                if let Some(t) = self.pick_migratable(cx, src, cpu, u64::MAX) {
+                    self.move_task(cx, t, src, cpu);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, _runnable: bool) {
+        let now = cx.now;
+        self.update_curr(cpu, now);
+        let w = self.se[t].weight;
+        let rq = &mut self.rqs[cpu];
+        debug_assert_eq!(rq.curr, Some(t));
+        rq.curr = None;
+        rq.load -= w;
+        self.set_nr(cpu, -1);
+        self.se[t].last_run = now;
+        self.update_min_vruntime(cpu);
+        self.sync_tick(cx, cpu);
+    }
+
+    fn tick(&mut self, cx: &mut Ctx, cpu: CpuId, t: TaskId) {
+        self.update_curr(cpu, cx.now);
+        if self.rqs[cpu].curr != Some(t) {
+            return;
+        }
+        if self.rqs[cpu].nr >= 2 {
+            // check_preempt_tick
+            let ideal = self.sched_slice(cpu, t);
+            let se = &self.se[t];
+            let delta_exec = se.sum_exec - se.prev_sum_exec;
+            if delta_exec > ideal {
+                cx.resched(cpu);
+            } else if delta_exec >= self.min_gran {
+                if let Some(&(lv, _)) = self.rqs[cpu].timeline.first() {
+                    if se.vruntime > lv && se.vruntime - lv > ideal {
+                        cx.resched(cpu);
+                    }
+                }
+            }
+        }
+        if self.balance {
+            self.tick_balance(cx, cpu);
+        }
+    }
+
+    fn reweight(&mut self, _cx: &mut Ctx, t: TaskId, _old: u32) {
+        // The new weight is read at the next enqueue; adjust a queued or
+        // running task's contribution now.
+        if t >= self.se.len() {
+            return;
+        }
+        let new_w = _cx.task(t).weight as u64;
+        let se = &self.se[t];
+        let cpu = _cx.task(t).cpu;
+        let counted = se.queued || self.rqs[cpu].curr == Some(t);
+        if counted {
+            let old_w = se.weight;
+            self.rqs[cpu].load = self.rqs[cpu].load - old_w + new_w;
+        }
+        self.se[t].weight = new_w;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calc_delta_fair_uses_the_weight_ratio() {
+        // nice 0: wall time; nice 5 (weight 335): 1024/335 faster.
+        assert_eq!(calc_delta_fair(1_000_000, 1024), 1_000_000);
+        assert_eq!(calc_delta_fair(335, 335), 1024);
+    }
+}

@@ -1,0 +1,1542 @@
+//! The discrete-event engine.
+//!
+//! The engine owns time, tasks, CPUs, progress, counters and hardware state;
+//! policies own their queues and decisions and act only through requests
+//! recorded on a [`Ctx`] (see [`crate::policy`]). Every request is validated
+//! here, and an invalid one ends the run with an error naming the policy and
+//! the request.
+//!
+//! Events are few and meaningful: a compute phase completes, a sleep ends, a
+//! program starts, a policy timer fires, a scheduler tick arrives (only on busy
+//! CPUs that asked for ticks: the kernel is tickless), a frequency transition
+//! lands, a governor or agent samples. Progress is exact: whenever a running
+//! task's speed changes (frequency, SMT sibling, phase), its completion event
+//! is re-planned, and stale events are dropped by generation counters.
+//! Energy is integrated exactly: power is constant between events.
+
+pub mod queue;
+
+use crate::error::SimError;
+use crate::hw::{busy_power, compute_fraction, progress_rate, CpuId, Machine};
+use crate::os::{nice_to_weight, CpuSet, Task, TaskId, TaskState};
+use crate::policy::{Agent, Ctx, EnqFlags, Governor, Observation, Request, Scheduler};
+use crate::time::SimTime;
+use crate::trace::TraceEvent;
+use crate::workload::{Op, Program};
+use queue::{EventClass, EventQueue};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::BTreeMap;
+
+/// Payload of an event.
+#[derive(Copy, Clone, Debug)]
+enum Ev {
+    Complete { cpu: u32, gen: u32 },
+    Wake { task: u32, gen: u32 },
+    ProgramStart { prog: u32 },
+    Tick { cpu: u32, gen: u32 },
+    Timer { token: u64, gen: u32 },
+    FreqApply { domain: u32, gen: u32 },
+    GovSample,
+    AgentSample { idx: u32 },
+    End,
+}
+
+/// Per-CPU dynamic state.
+#[derive(Clone, Debug, Default)]
+struct CpuRt {
+    last_sync: SimTime,
+    run_since: SimTime,
+    rate: f64,
+    power: f64,
+    energy: f64,
+    comp_gen: u32,
+    tick_wanted: bool,
+    tick_gen: u32,
+    tick_armed: bool,
+    ticks: u64,
+    need_resched: bool,
+    busy_ns: u64,
+}
+
+/// Who issued the requests being applied (for error messages).
+#[derive(Copy, Clone, Debug)]
+enum Src {
+    Sched,
+    Gov,
+    Agent(usize),
+}
+
+/// Everything a run needs, built from a scenario by [`crate::scenario`].
+pub struct Setup {
+    /// The machine.
+    pub machine: Machine,
+    /// Every thread of every program.
+    pub tasks: Vec<Task>,
+    /// The programs.
+    pub programs: Vec<Program>,
+    /// The scheduler.
+    pub scheduler: Box<dyn Scheduler>,
+    /// The cpufreq governor.
+    pub governor: Box<dyn Governor>,
+    /// User-level agents.
+    pub agents: Vec<Box<dyn Agent>>,
+    /// Simulated-time limit.
+    pub duration: SimTime,
+    /// Seed of the run's random number generator.
+    pub seed: u64,
+    /// End as soon as every program finished.
+    pub stop_when_done: bool,
+}
+
+/// Options of one run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Keep every trace event (for Perfetto and JSONL output).
+    pub trace: bool,
+    /// Run the invariant checker after every event.
+    pub check: bool,
+}
+
+/// Progress callback: `(sim_now_s, sim_end_s)`; an `Err` aborts the run.
+pub type Progress<'p> = &'p mut dyn FnMut(f64, f64) -> Result<(), String>;
+
+/// Agent snapshot of one task's counters.
+#[derive(Clone, Copy, Debug, Default)]
+struct Snap {
+    run: u64,
+    wait: u64,
+    instr: f64,
+    cycles: f64,
+    refs: f64,
+    misses: f64,
+    csw: u64,
+    mig: u64,
+}
+
+/// The simulator state for one run.
+pub struct Engine {
+    /// The machine.
+    pub m: Machine,
+    /// All tasks.
+    pub tasks: Vec<Task>,
+    /// All programs.
+    pub progs: Vec<Program>,
+    cpus: Vec<CpuRt>,
+    current: Vec<Option<TaskId>>,
+    online: Vec<bool>,
+    dom_mhz: Vec<u32>,
+    dom_gen: Vec<u32>,
+    q: EventQueue<Ev>,
+    /// Current time.
+    pub now: SimTime,
+    end: SimTime,
+    sched: Box<dyn Scheduler>,
+    gov: Box<dyn Governor>,
+    agents: Vec<Box<dyn Agent>>,
+    agent_snap: Vec<Vec<Snap>>,
+    agent_last: Vec<SimTime>,
+    reqs: Vec<Request>,
+    src: Src,
+    resched_list: Vec<CpuId>,
+    rng: Pcg64Mcg,
+    timers: BTreeMap<u64, u32>,
+    timer_gen: u32,
+    opts: RunOptions,
+    started: bool,
+    /// Trace events (only with `RunOptions::trace`).
+    pub trace: Vec<TraceEvent>,
+    hash: u64,
+    /// Events handled (stale ones excluded).
+    pub events: u64,
+    /// Warnings produced during the run.
+    pub warnings: Vec<String>,
+    programs_done: usize,
+    stop_when_done: bool,
+    last_energy: f64,
+    max_rate: f64,
+    seed: u64,
+    pending_mhz: Vec<u32>,
+}
+
+macro_rules! cx {
+    ($s:ident) => {
+        &mut Ctx {
+            now: $s.now,
+            machine: &$s.m,
+            tasks: &$s.tasks,
+            current: &$s.current,
+            online: &$s.online,
+            domain_mhz: &$s.dom_mhz,
+            reqs: &mut $s.reqs,
+            rng: &mut $s.rng,
+            obs: &[],
+        }
+    };
+}
+
+const HASH_K: u64 = 0x517c_c1b7_2722_0a95;
+
+impl Engine {
+    /// Prepare a run.
+    pub fn new(s: Setup, opts: RunOptions) -> Engine {
+        let n = s.machine.ncpus();
+        let dom_mhz: Vec<u32> = s
+            .machine
+            .domains
+            .iter()
+            .map(|d| s.machine.types[d.ty].fmax())
+            .collect();
+        let mut max_rate: f64 = 0.0;
+        for c in 0..n {
+            let t = s.machine.ty(c);
+            let best = t.class_speedup.iter().copied().fold(1.0f64, f64::max);
+            max_rate =
+                max_rate.max(s.machine.compute_speed(c, 0, t.fmax(), false) / t.speedup(0) * best);
+        }
+        let nagents = s.agents.len();
+        let nd = s.machine.domains.len();
+        Engine {
+            cpus: vec![CpuRt::default(); n],
+            current: vec![None; n],
+            online: vec![true; n],
+            dom_mhz,
+            dom_gen: vec![0; nd],
+            q: EventQueue::new(),
+            now: SimTime::ZERO,
+            end: s.duration,
+            sched: s.scheduler,
+            gov: s.governor,
+            agents: s.agents,
+            agent_snap: vec![Vec::new(); nagents],
+            agent_last: vec![SimTime::ZERO; nagents],
+            reqs: Vec::new(),
+            src: Src::Sched,
+            resched_list: Vec::new(),
+            rng: Pcg64Mcg::seed_from_u64(s.seed),
+            timers: BTreeMap::new(),
+            timer_gen: 0,
+            opts,
+            started: false,
+            trace: Vec::new(),
+            hash: 0xcbf2_9ce4_8422_2325 ^ s.seed,
+            events: 0,
+            warnings: Vec::new(),
+            programs_done: 0,
+            stop_when_done: s.stop_when_done,
+            last_energy: 0.0,
+            max_rate,
+            m: s.machine,
+            tasks: s.tasks,
+            progs: s.programs,
+            seed: s.seed,
+            pending_mhz: vec![0; nd],
+        }
+    }
+
+    /// The run's seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Name of the scheduler.
+    pub fn scheduler_name(&self) -> String {
+        self.sched.name().to_string()
+    }
+    /// Name of the governor.
+    pub fn governor_name(&self) -> String {
+        self.gov.name().to_string()
+    }
+    /// Names of the agents.
+    pub fn agent_names(&self) -> Vec<String> {
+        self.agents.iter().map(|a| a.name().to_string()).collect()
+    }
+    /// Hash of every scheduling decision and state change of the run.
+    pub fn trace_hash(&self) -> u64 {
+        self.hash
+    }
+    /// Energy of each CPU so far, joules.
+    pub fn cpu_energy(&self, cpu: CpuId) -> f64 {
+        self.cpus[cpu].energy
+    }
+    /// Busy time of each CPU so far.
+    pub fn cpu_busy_ns(&self, cpu: CpuId) -> u64 {
+        self.cpus[cpu].busy_ns
+    }
+    /// Ticks delivered to a CPU.
+    pub fn cpu_ticks(&self, cpu: CpuId) -> u64 {
+        self.cpus[cpu].ticks
+    }
+    /// Current frequency of a CPU.
+    pub fn cpu_mhz(&self, cpu: CpuId) -> u32 {
+        self.dom_mhz[self.m.cpus[cpu].domain]
+    }
+    /// Simulated end time of the run (after `run`).
+    pub fn end_time(&self) -> SimTime {
+        self.end
+    }
+    /// Total platform energy (CPUs + base power), joules.
+    pub fn total_energy(&self) -> f64 {
+        self.cpus.iter().map(|c| c.energy).sum::<f64>()
+            + self.m.platform_base_w * self.now.as_secs_f64()
+    }
+
+    // ----------------------------------------------------------------- trace
+
+    #[inline]
+    fn mix(&mut self, kind: u64, a: u64, b: u64, c: u64) {
+        let mut h = self.hash;
+        for x in [kind, self.now.0, a, b, c] {
+            h = (h.rotate_left(5) ^ x).wrapping_mul(HASH_K);
+        }
+        self.hash = h;
+    }
+
+    #[inline]
+    fn emit(&mut self, kind: u64, a: u64, b: u64, c: u64, ev: impl FnOnce() -> TraceEvent) {
+        self.mix(kind, a, b, c);
+        if self.opts.trace {
+            self.trace.push(ev());
+        }
+    }
+
+    // ------------------------------------------------------------- errors
+
+    fn src_name(&self) -> String {
+        match self.src {
+            Src::Sched => format!("scheduler \"{}\"", self.sched.name()),
+            Src::Gov => format!("governor \"{}\"", self.gov.name()),
+            Src::Agent(i) => format!("agent \"{}\"", self.agents[i].name()),
+        }
+    }
+
+    fn policy_err(&self, what: String) -> SimError {
+        SimError::Policy {
+            policy: self.src_name(),
+            time: self.now,
+            message: what,
+        }
+    }
+
+    // ------------------------------------------------------ hardware state
+
+    /// Integrate energy and progress on `cpu` up to now.
+    fn sync(&mut self, cpu: CpuId) {
+        let c = &mut self.cpus[cpu];
+        let dt = self.now.since(c.last_sync).0;
+        if dt == 0 {
+            return;
+        }
+        c.last_sync = self.now;
+        c.energy += c.power * dt as f64 * 1e-9;
+        if let Some(t) = self.current[cpu] {
+            c.busy_ns += dt;
+            let rate = c.rate;
+            let hw = &self.m.cpus[cpu];
+            let ghz = self.dom_mhz[hw.domain] as f64 / 1000.0 * hw.duty_cycle;
+            let task = &mut self.tasks[t];
+            let done = (rate * dt as f64).min(task.remaining);
+            task.remaining -= done;
+            task.c.work_done += done;
+            let p = &self.progs[task.program].params[task.param as usize];
+            let instr = done * p.ipc * self.m.ref_ghz;
+            task.c.instructions += instr;
+            task.c.cycles += dt as f64 * ghz;
+            task.c.cache_refs += instr * p.refs_per_instr;
+            task.c.cache_misses += instr * p.refs_per_instr * p.miss_ratio;
+            task.c.run_ns += dt;
+            task.c.run_ns_by_type[hw.ty] += dt;
+        }
+    }
+
+    /// Recompute `cpu`'s rate and power and re-plan its completion event.
+    /// Call after `sync`.
+    fn refresh(&mut self, cpu: CpuId) {
+        let hw = &self.m.cpus[cpu];
+        let ty = &self.m.types[hw.ty];
+        let gen = self.cpus[cpu].comp_gen.wrapping_add(1);
+        self.cpus[cpu].comp_gen = gen;
+        match self.current[cpu] {
+            None => {
+                self.cpus[cpu].rate = 0.0;
+                self.cpus[cpu].power = ty.power.idle_w;
+            }
+            Some(t) => {
+                let task = &self.tasks[t];
+                let p = &self.progs[task.program].params[task.param as usize];
+                let sib_busy =
+                    ty.smt_factor != 1.0 && hw.siblings.iter().any(|&s| self.current[s].is_some());
+                let mhz = self.dom_mhz[hw.domain];
+                let s = self.m.compute_speed(cpu, p.class, mhz, sib_busy);
+                let rate = progress_rate(s, p.mem);
+                let cf = compute_fraction(s, p.mem);
+                let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
+                let power = busy_power(ty, &ty.pstates[ps_idx], hw.duty_cycle, cf);
+                let dt = if task.remaining <= 0.0 {
+                    0
+                } else {
+                    (task.remaining / rate).ceil() as u64
+                };
+                let c = &mut self.cpus[cpu];
+                c.rate = rate;
+                c.power = power;
+                self.q.push(
+                    self.now + SimTime(dt),
+                    EventClass::Completion,
+                    Ev::Complete {
+                        cpu: cpu as u32,
+                        gen,
+                    },
+                );
+            }
+        }
+    }
+
+    /// A CPU's busy state changed: SMT siblings may change speed.
+    fn refresh_siblings(&mut self, cpu: CpuId) {
+        let ty = &self.m.types[self.m.cpus[cpu].ty];
+        if ty.smt_factor == 1.0 {
+            return;
+        }
+        for i in 0..self.m.cpus[cpu].siblings.len() {
+            let s = self.m.cpus[cpu].siblings[i];
+            if self.current[s].is_some() {
+                self.sync(s);
+                self.refresh(s);
+            }
+        }
+    }
+
+    fn arm_tick(&mut self, cpu: CpuId) {
+        let tick = self.m.tick.0.max(1);
+        let next = SimTime((self.now.0 / tick + 1) * tick);
+        let c = &mut self.cpus[cpu];
+        c.tick_gen = c.tick_gen.wrapping_add(1);
+        c.tick_armed = true;
+        let gen = c.tick_gen;
+        self.q.push(
+            next,
+            EventClass::Tick,
+            Ev::Tick {
+                cpu: cpu as u32,
+                gen,
+            },
+        );
+    }
+
+    fn flag_resched(&mut self, cpu: CpuId) {
+        if !self.cpus[cpu].need_resched {
+            self.cpus[cpu].need_resched = true;
+            self.resched_list.push(cpu);
+        }
+    }
+
+    // -------------------------------------------------------- task states
+
+    fn set_state(&mut self, t: TaskId, s: TaskState) {
+        let now = self.now;
+        let task = &mut self.tasks[t];
+        let dt = now.since(task.state_since).0;
+        match task.state {
+            TaskState::Runnable => task.c.wait_ns += dt,
+            TaskState::Sleeping | TaskState::Blocked => task.c.sleep_ns += dt,
+            _ => {}
+        }
+        task.state = s;
+        task.state_since = now;
+    }
+
+    fn jitter(&mut self, prog: usize, x: f64) -> f64 {
+        let j = self.progs[prog].jitter;
+        if j <= 0.0 {
+            x
+        } else {
+            x * (1.0 + self.rng.gen_range(-j..=j))
+        }
+    }
+
+    // --------------------------------------------------------- callbacks
+
+    fn apply(&mut self) -> Result<(), SimError> {
+        while !self.reqs.is_empty() {
+            let batch = std::mem::take(&mut self.reqs);
+            for r in batch {
+                self.apply_one(r)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn sched_select(
+        &mut self,
+        t: TaskId,
+        prev: Option<CpuId>,
+        flags: EnqFlags,
+    ) -> Result<CpuId, SimError> {
+        self.src = Src::Sched;
+        let cpu = self.sched.select_cpu(cx!(self), t, prev, flags);
+        self.apply()?;
+        self.src = Src::Sched;
+        if cpu >= self.m.ncpus() {
+            return Err(self.policy_err(format!(
+                "select_cpu returned cpu {cpu} for task {t}, which does not exist"
+            )));
+        }
+        if !self.online[cpu] {
+            return Err(self.policy_err(format!(
+                "select_cpu returned cpu {cpu} for task {t}, which is offline"
+            )));
+        }
+        if !self.tasks[t].affinity.contains(cpu) {
+            return Err(self.policy_err(format!(
+                "select_cpu returned cpu {cpu} for task {t}, outside its affinity {:?}",
+                self.tasks[t].affinity.to_vec(self.m.ncpus())
+            )));
+        }
+        Ok(cpu)
+    }
+
+    fn sched_enqueue(&mut self, t: TaskId, cpu: CpuId, flags: EnqFlags) -> Result<(), SimError> {
+        self.src = Src::Sched;
+        self.sched.enqueue(cx!(self), t, cpu, flags);
+        self.apply()?;
+        if self.current[cpu].is_none() {
+            self.flag_resched(cpu);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ requests
+
+    fn apply_one(&mut self, r: Request) -> Result<(), SimError> {
+        let n = self.m.ncpus();
+        let bad_cpu = |s: &Self, c: CpuId, what: &str| -> Option<SimError> {
+            if c >= n {
+                Some(s.policy_err(format!(
+                    "{what}: cpu {c} does not exist (machine has {n} cpus)"
+                )))
+            } else {
+                None
+            }
+        };
+        let bad_task = |s: &Self, t: TaskId, what: &str| -> Option<SimError> {
+            if t >= s.tasks.len() {
+                Some(s.policy_err(format!(
+                    "{what}: task {t} does not exist ({} tasks)",
+                    s.tasks.len()
+                )))
+            } else {
+                None
+            }
+        };
+        match r {
+            Request::Resched(cpu) => {
+                if let Some(e) = bad_cpu(self, cpu, "resched") {
+                    return Err(e);
+                }
+                self.flag_resched(cpu);
+            }
+            Request::Migrate { task, cpu } => {
+                let what = format!("migrate(task {task}, cpu {cpu})");
+                if let Some(e) = bad_task(self, task, &what).or_else(|| bad_cpu(self, cpu, &what)) {
+                    return Err(e);
+                }
+                if !self.online[cpu] {
+                    return Err(self.policy_err(format!("{what}: cpu {cpu} is offline")));
+                }
+                if !self.tasks[task].affinity.contains(cpu) {
+                    return Err(self.policy_err(format!(
+                        "{what}: cpu {cpu} is outside the task's affinity {:?}",
+                        self.tasks[task].affinity.to_vec(n)
+                    )));
+                }
+                match self.tasks[task].state {
+                    TaskState::Exited => {
+                        return Err(self.policy_err(format!("{what}: the task has exited")));
+                    }
+                    TaskState::Running => {
+                        let src = self.tasks[task].cpu;
+                        if src != cpu {
+                            self.tasks[task].cpu = cpu;
+                            self.flag_resched(src);
+                        }
+                    }
+                    TaskState::Runnable => {
+                        self.tasks[task].cpu = cpu;
+                        if self.current[cpu].is_none() {
+                            self.flag_resched(cpu);
+                        }
+                    }
+                    _ => self.tasks[task].cpu = cpu,
+                }
+            }
+            Request::SetAffinity { task, cpus } => {
+                let what = format!("set_affinity(task {task}, {cpus:?})");
+                if let Some(e) = bad_task(self, task, &what) {
+                    return Err(e);
+                }
+                if cpus.is_empty() {
+                    return Err(self.policy_err(format!("{what}: empty cpu list")));
+                }
+                if let Some(&c) = cpus.iter().find(|&&c| c >= n) {
+                    return Err(self.policy_err(format!(
+                        "{what}: cpu {c} does not exist (machine has {n} cpus)"
+                    )));
+                }
+                self.tasks[task].affinity = CpuSet::from_cpus(&cpus, n);
+                let cur = self.tasks[task].cpu;
+                if !self.tasks[task].affinity.contains(cur) {
+                    match self.tasks[task].state {
+                        TaskState::Running => self.flag_resched(cur),
+                        TaskState::Runnable => {
+                            self.src = Src::Sched;
+                            self.sched.dequeue(cx!(self), task, cur);
+                            self.apply()?;
+                            let dst = self.sched_select(task, Some(cur), EnqFlags::Affinity)?;
+                            self.tasks[task].cpu = dst;
+                            self.sched_enqueue(task, dst, EnqFlags::Affinity)?;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Request::SetNice { task, nice } => {
+                let what = format!("set_nice(task {task}, {nice})");
+                if let Some(e) = bad_task(self, task, &what) {
+                    return Err(e);
+                }
+                if !(-20..=19).contains(&nice) {
+                    return Err(self.policy_err(format!("{what}: nice must be within -20..19")));
+                }
+                let old = self.tasks[task].weight;
+                self.tasks[task].nice = nice;
+                self.tasks[task].weight = nice_to_weight(nice);
+                if old != self.tasks[task].weight {
+                    let saved = self.src;
+                    self.src = Src::Sched;
+                    self.sched.reweight(cx!(self), task, old);
+                    self.apply()?;
+                    self.src = saved;
+                }
+            }
+            Request::WantTick { cpu, on } => {
+                if let Some(e) = bad_cpu(self, cpu, "want_tick") {
+                    return Err(e);
+                }
+                self.cpus[cpu].tick_wanted = on;
+                if on && self.current[cpu].is_some() && !self.cpus[cpu].tick_armed {
+                    self.arm_tick(cpu);
+                }
+            }
+            Request::ArmTimer { at, token } => {
+                if at < self.now {
+                    return Err(self.policy_err(format!(
+                        "arm_timer(token {token}): time {at} is in the past (now {})",
+                        self.now
+                    )));
+                }
+                self.timer_gen = self.timer_gen.wrapping_add(1);
+                self.timers.insert(token, self.timer_gen);
+                self.q.push(
+                    at,
+                    EventClass::Timer,
+                    Ev::Timer {
+                        token,
+                        gen: self.timer_gen,
+                    },
+                );
+            }
+            Request::CancelTimer { token } => {
+                self.timers.remove(&token);
+            }
+            Request::SetFrequency { domain, mhz } => {
+                let what = format!("set_frequency(domain {domain}, {mhz} MHz)");
+                if domain >= self.m.domains.len() {
+                    return Err(self.policy_err(format!(
+                        "{what}: domain {domain} does not exist ({} domains)",
+                        self.m.domains.len()
+                    )));
+                }
+                let ty = &self.m.types[self.m.domains[domain].ty];
+                if ty.pstate_index(mhz).is_none() {
+                    let avail: Vec<String> = ty.pstates.iter().map(|p| p.mhz.to_string()).collect();
+                    return Err(self.policy_err(format!(
+                        "{what}: not a P-state of cpu type \"{}\"; available: {}",
+                        ty.name,
+                        avail.join(", ")
+                    )));
+                }
+                self.dom_gen[domain] = self.dom_gen[domain].wrapping_add(1);
+                let gen = self.dom_gen[domain];
+                if !self.started || ty.freq_transition == SimTime::ZERO {
+                    self.apply_freq(domain, mhz);
+                } else {
+                    self.pending_mhz[domain] = mhz;
+                    self.q.push(
+                        self.now + ty.freq_transition,
+                        EventClass::Hardware,
+                        Ev::FreqApply {
+                            domain: domain as u32,
+                            gen,
+                        },
+                    );
+                }
+            }
+            Request::Fail(msg) => return Err(self.policy_err(msg)),
+        }
+        Ok(())
+    }
+
+    fn apply_freq(&mut self, domain: usize, mhz: u32) {
+        if self.dom_mhz[domain] == mhz {
+            return;
+        }
+        let ncpus = self.m.domains[domain].cpus.len();
+        for i in 0..ncpus {
+            let c = self.m.domains[domain].cpus[i];
+            self.sync(c);
+        }
+        self.dom_mhz[domain] = mhz;
+        for i in 0..ncpus {
+            let c = self.m.domains[domain].cpus[i];
+            self.refresh(c);
+        }
+        let t_ns = self.now.0;
+        self.emit(6, domain as u64, mhz as u64, 0, || TraceEvent::Freq {
+            t_ns,
+            domain,
+            mhz,
+        });
+    }
+
+    // ------------------------------------------------------------ running
+
+    /// Put task `t` on idle CPU `cpu`.
+    fn start_running(&mut self, cpu: CpuId, t: TaskId) -> Result<(), SimError> {
+        if self.tasks[t].state != TaskState::Runnable {
+            return Err(self.policy_err(format!(
+                "pick_next on cpu {cpu} returned task {t}, which is {} (not runnable)",
+                self.tasks[t].state.name()
+            )));
+        }
+        if !self.tasks[t].affinity.contains(cpu) {
+            return Err(self.policy_err(format!(
+                "pick_next on cpu {cpu} returned task {t}, whose affinity {:?} excludes it",
+                self.tasks[t].affinity.to_vec(self.m.ncpus())
+            )));
+        }
+        self.sync(cpu);
+        self.set_state(t, TaskState::Running);
+        let last = self.tasks[t].last_ran;
+        if let Some(prev) = last {
+            if prev != cpu {
+                self.tasks[t].c.migrations += 1;
+                let t_ns = self.now.0;
+                self.emit(2, t as u64, prev as u64, cpu as u64, || {
+                    TraceEvent::Migrate {
+                        t_ns,
+                        task: t,
+                        from: prev,
+                        to: cpu,
+                    }
+                });
+            }
+        }
+        self.tasks[t].last_ran = Some(cpu);
+        self.tasks[t].cpu = cpu;
+        self.current[cpu] = Some(t);
+        self.cpus[cpu].run_since = self.now;
+        self.src = Src::Sched;
+        self.sched.running(cx!(self), t, cpu);
+        self.apply()?;
+        if self.current[cpu] != Some(t) {
+            return Ok(());
+        }
+        if !self.feature_ok(t, cpu)? {
+            return Ok(());
+        }
+        self.refresh(cpu);
+        self.refresh_siblings(cpu);
+        if self.cpus[cpu].tick_wanted && !self.cpus[cpu].tick_armed {
+            self.arm_tick(cpu);
+        }
+        Ok(())
+    }
+
+    /// Check that `cpu` has the ISA feature the current phase of `t` needs.
+    /// If not, the scheduler may handle the fault; otherwise the task gets the
+    /// SIGILL outcome. Returns whether `t` may go on running on `cpu`.
+    fn feature_ok(&mut self, t: TaskId, cpu: CpuId) -> Result<bool, SimError> {
+        let task = &self.tasks[t];
+        let Some(f) = self.progs[task.program].params[task.param as usize].feature else {
+            return Ok(true);
+        };
+        if task.remaining <= 0.0 || self.m.ty(cpu).features & (1u64 << f) != 0 {
+            return Ok(true);
+        }
+        self.src = Src::Sched;
+        let handled = self.sched.on_fault(cx!(self), t, cpu, f);
+        self.apply()?;
+        let t_ns = self.now.0;
+        self.emit(8, t as u64, cpu as u64, f as u64, || TraceEvent::Fault {
+            t_ns,
+            task: t,
+            cpu,
+            feature: f,
+        });
+        if handled {
+            if self.tasks[t].affinity.contains(cpu) {
+                return Err(self.policy_err(format!(
+                    "on_fault handled task {t}'s fault on cpu {cpu} but left cpu {cpu} in its affinity"
+                )));
+            }
+            // The affinity change flagged a resched; the task is moved then.
+            self.refresh(cpu);
+            return Ok(false);
+        }
+        let reason = format!(
+            "SIGILL: needs ISA feature \"{}\" that cpu {cpu} ({}) lacks",
+            self.m.features[f],
+            self.m.ty(cpu).name
+        );
+        self.kill(t, reason)?;
+        Ok(false)
+    }
+
+    /// Take the running task off `cpu`. `runnable`: preempted (not counted as
+    /// a voluntary switch). The CPU is left idle; the caller decides about a
+    /// resched.
+    fn stop_running(&mut self, cpu: CpuId, runnable: bool) -> Result<TaskId, SimError> {
+        let t = self.current[cpu].expect("stop_running on idle cpu");
+        self.sync(cpu);
+        let start = self.cpus[cpu].run_since;
+        let t_ns = start.0;
+        let end_ns = self.now.0;
+        self.emit(1, cpu as u64, t as u64, start.0, || TraceEvent::Run {
+            t_ns,
+            end_ns,
+            cpu,
+            task: t,
+        });
+        self.current[cpu] = None;
+        if runnable {
+            self.set_state(t, TaskState::Runnable);
+        } else {
+            self.tasks[t].c.csw_voluntary += 1;
+        }
+        self.src = Src::Sched;
+        self.sched.stopping(cx!(self), t, cpu, runnable);
+        self.apply()?;
+        self.refresh(cpu);
+        self.refresh_siblings(cpu);
+        Ok(t)
+    }
+
+    /// Reschedule `cpu`: preempt its task if it is still runnable, then pick.
+    fn resched(&mut self, cpu: CpuId) -> Result<(), SimError> {
+        self.cpus[cpu].need_resched = false;
+        let prev = self.current[cpu];
+        if let Some(t) = prev {
+            if self.tasks[t].state != TaskState::Running {
+                return Ok(()); // already being handled
+            }
+            self.stop_running(cpu, true)?;
+            let mut flags = EnqFlags::Preempted;
+            let mut dst = self.tasks[t].cpu;
+            if !self.tasks[t].affinity.contains(dst) || !self.online[dst] {
+                dst = self.sched_select(t, Some(cpu), EnqFlags::Affinity)?;
+                flags = EnqFlags::Affinity;
+            } else if dst != cpu {
+                flags = EnqFlags::Migrated;
+            }
+            self.tasks[t].cpu = dst;
+            self.sched_enqueue(t, dst, flags)?;
+        }
+        if self.current[cpu].is_some() || !self.online[cpu] {
+            return Ok(());
+        }
+        // Re-enqueueing the preempted task on this (momentarily idle) CPU
+        // flagged it again; this pick serves that request.
+        self.cpus[cpu].need_resched = false;
+        self.src = Src::Sched;
+        let mut next = self.sched.pick_next(cx!(self), cpu);
+        self.apply()?;
+        if next.is_none() {
+            self.src = Src::Sched;
+            self.sched.balance(cx!(self), cpu);
+            self.apply()?;
+            self.src = Src::Sched;
+            next = self.sched.pick_next(cx!(self), cpu);
+            self.apply()?;
+        }
+        if let Some(n) = next {
+            if n >= self.tasks.len() {
+                return Err(self.policy_err(format!(
+                    "pick_next on cpu {cpu} returned task {n}, which does not exist"
+                )));
+            }
+            if self.current[cpu].is_some() {
+                return Err(self.policy_err(format!(
+                    "pick_next on cpu {cpu} returned task {n} but the cpu became busy during the callback"
+                )));
+            }
+            if let Some(p) = prev {
+                if p != n && self.tasks[p].state == TaskState::Runnable {
+                    self.tasks[p].c.csw_involuntary += 1;
+                }
+            }
+            self.start_running(cpu, n)?;
+        } else if let Some(p) = prev {
+            if self.tasks[p].state == TaskState::Runnable {
+                self.tasks[p].c.csw_involuntary += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn process_resched(&mut self) -> Result<(), SimError> {
+        let mut i = 0;
+        while i < self.resched_list.len() {
+            let cpu = self.resched_list[i];
+            i += 1;
+            if self.cpus[cpu].need_resched {
+                self.resched(cpu)?;
+            }
+        }
+        self.resched_list.clear();
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ programs
+
+    /// Make `t` runnable and place it.
+    fn wake(&mut self, t: TaskId, flags: EnqFlags) -> Result<(), SimError> {
+        self.set_state(t, TaskState::Runnable);
+        if self.tasks[t].start.is_none() {
+            self.tasks[t].start = Some(self.now);
+        }
+        let prev = self.tasks[t].last_ran;
+        let cpu = self.sched_select(t, prev, flags)?;
+        self.tasks[t].cpu = cpu;
+        let t_ns = self.now.0;
+        self.emit(3, t as u64, cpu as u64, 0, || TraceEvent::Wake {
+            t_ns,
+            task: t,
+            cpu,
+        });
+        self.sched_enqueue(t, cpu, flags)
+    }
+
+    fn block(&mut self, t: TaskId, state: TaskState, reason: &'static str) -> Result<(), SimError> {
+        if self.tasks[t].state == TaskState::Running {
+            let cpu = self.tasks[t].cpu;
+            self.stop_running(cpu, false)?;
+            self.flag_resched(cpu);
+        }
+        self.set_state(t, state);
+        let t_ns = self.now.0;
+        self.emit(4, t as u64, 0, 0, || TraceEvent::Block {
+            t_ns,
+            task: t,
+            reason,
+        });
+        Ok(())
+    }
+
+    fn sleep_for(&mut self, t: TaskId, ns: u64, reason: &'static str) -> Result<(), SimError> {
+        self.block(t, TaskState::Sleeping, reason)?;
+        let task = &mut self.tasks[t];
+        task.wake_gen = task.wake_gen.wrapping_add(1);
+        let gen = task.wake_gen;
+        self.q.push(
+            self.now + SimTime(ns),
+            EventClass::Wake,
+            Ev::Wake {
+                task: t as u32,
+                gen,
+            },
+        );
+        Ok(())
+    }
+
+    fn sleep_until(&mut self, t: TaskId, at: SimTime) -> Result<(), SimError> {
+        let ns = at.since(self.now).0;
+        self.sleep_for(t, ns, "period")
+    }
+
+    fn kill(&mut self, t: TaskId, reason: String) -> Result<(), SimError> {
+        self.tasks[t].kill_reason = Some(reason);
+        let p = self.tasks[t].program;
+        // A killed thread no longer takes part in its program's barrier.
+        if self.progs[p].barrier_count > 1 {
+            self.progs[p].barrier_count -= 1;
+        }
+        self.exit(t)?;
+        self.try_release_barrier(p)
+    }
+
+    fn exit(&mut self, t: TaskId) -> Result<(), SimError> {
+        if self.tasks[t].state == TaskState::Running {
+            let cpu = self.tasks[t].cpu;
+            self.stop_running(cpu, false)?;
+            self.flag_resched(cpu);
+        }
+        self.set_state(t, TaskState::Exited);
+        self.tasks[t].end = Some(self.now);
+        let t_ns = self.now.0;
+        self.emit(5, t as u64, 0, 0, || TraceEvent::Exit { t_ns, task: t });
+        let p = self.tasks[t].program;
+        self.progs[p].live -= 1;
+        if self.progs[p].live == 0 {
+            self.program_done(p);
+        }
+        Ok(())
+    }
+
+    fn program_done(&mut self, p: usize) {
+        let prog = &mut self.progs[p];
+        prog.completions
+            .push((prog.instance, prog.instance_start, self.now));
+        let (inst, t_ns) = (prog.instance, self.now.0);
+        self.emit(7, p as u64, inst as u64, 0, || TraceEvent::ProgramDone {
+            t_ns,
+            program: p,
+            instance: inst,
+        });
+        let prog = &mut self.progs[p];
+        if prog.instance + 1 < prog.repeat {
+            prog.instance += 1;
+            self.q.push(
+                self.now,
+                EventClass::Wake,
+                Ev::ProgramStart { prog: p as u32 },
+            );
+        } else {
+            self.programs_done += 1;
+            if self.stop_when_done && self.programs_done == self.progs.len() {
+                self.q.push(self.now, EventClass::End, Ev::End);
+            }
+        }
+    }
+
+    fn start_program(&mut self, p: usize) -> Result<(), SimError> {
+        let now = self.now;
+        let nthreads = self.progs[p].threads.len();
+        {
+            let prog = &mut self.progs[p];
+            prog.instance_start = now;
+            prog.live = nthreads as u32;
+            prog.chunks_left = prog.chunks;
+            prog.barrier_waiting.clear();
+            prog.barrier_count = nthreads as u32;
+        }
+        let rel = self.progs[p].rel_deadline;
+        let periodic = self.progs[p].period > SimTime::ZERO;
+        for i in 0..nthreads {
+            let t = self.progs[p].threads[i];
+            let task = &mut self.tasks[t];
+            task.pc = 0;
+            task.iter = 0;
+            task.pending_io = 0;
+            task.remaining = 0.0;
+            task.release = now;
+            task.deadline = if periodic { Some(now + rel) } else { None };
+            task.state = TaskState::NotStarted;
+            task.state_since = now;
+        }
+        for i in 0..nthreads {
+            let t = self.progs[p].threads[i];
+            if self.tasks[t].state == TaskState::NotStarted {
+                self.step(t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Release the barrier of program `p` if enough threads wait at it.
+    /// Returns whether it was released.
+    fn try_release_barrier(&mut self, p: usize) -> Result<(), SimError> {
+        let prog = &self.progs[p];
+        if prog.barrier_waiting.is_empty()
+            || (prog.barrier_waiting.len() as u32) < prog.barrier_count
+        {
+            return Ok(());
+        }
+        let waiters = std::mem::take(&mut self.progs[p].barrier_waiting);
+        for w in waiters {
+            if self.tasks[w].state == TaskState::Blocked {
+                self.step(w)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Begin a compute phase of `work` reference ns.
+    fn begin_compute(&mut self, t: TaskId, work: f64, param: u32) {
+        let task = &mut self.tasks[t];
+        task.remaining = work;
+        task.param = param;
+        task.class = self.progs[task.program].params[param as usize].class;
+        task.c.work_assigned += work;
+    }
+
+    /// Run `t`'s program forward until it needs a CPU, sleeps, blocks or
+    /// exits. Called when a phase completes (the task is running) and when a
+    /// task starts or is woken.
+    fn step(&mut self, t: TaskId) -> Result<(), SimError> {
+        loop {
+            if self.tasks[t].pending_io > 0 {
+                let io = std::mem::take(&mut self.tasks[t].pending_io);
+                return self.sleep_for(t, io, "io");
+            }
+            let task = &mut self.tasks[t];
+            if task.pc as usize >= task.ops.len() {
+                task.iter += 1;
+                task.pc = 0;
+                if task.iter >= task.loops {
+                    return self.exit(t);
+                }
+            }
+            let pc = task.pc as usize;
+            let op = task.ops[pc].clone();
+            let p = task.program;
+            match op {
+                Op::Compute { work, param } => {
+                    self.tasks[t].pc += 1;
+                    let w = self.jitter(p, work);
+                    self.begin_compute(t, w, param);
+                    return self.need_cpu(t);
+                }
+                Op::Sleep { ns } => {
+                    self.tasks[t].pc += 1;
+                    let ns = self.jitter(p, ns as f64).round() as u64;
+                    if ns > 0 {
+                        return self.sleep_for(t, ns, "sleep");
+                    }
+                }
+                Op::Barrier => {
+                    self.tasks[t].pc += 1;
+                    let prog = &mut self.progs[p];
+                    if prog.barrier_waiting.len() as u32 + 1 >= prog.barrier_count {
+                        // Last to arrive: release the others and go on.
+                        let waiters = std::mem::take(&mut prog.barrier_waiting);
+                        for w in waiters {
+                            if self.tasks[w].state == TaskState::Blocked {
+                                self.step(w)?;
+                            }
+                        }
+                    } else {
+                        prog.barrier_waiting.push(t);
+                        return self.block(t, TaskState::Blocked, "barrier");
+                    }
+                }
+                Op::Pull => {
+                    let prog = &mut self.progs[p];
+                    if prog.chunks_left > 0 {
+                        prog.chunks_left -= 1;
+                        let (work, param, io) = (prog.chunk_work, prog.chunk_param, prog.chunk_io);
+                        let w = self.jitter(p, work);
+                        self.begin_compute(t, w, param);
+                        self.tasks[t].pending_io = io.0;
+                        return self.need_cpu(t);
+                    }
+                    self.tasks[t].pc += 1;
+                }
+                Op::WaitPeriod => {
+                    self.tasks[t].pc += 1;
+                    let now = self.now;
+                    let (period, rel) = (self.progs[p].period, self.progs[p].rel_deadline);
+                    let task = &mut self.tasks[t];
+                    let response = now.since(task.release).0;
+                    task.c.jobs += 1;
+                    task.c.max_response_ns = task.c.max_response_ns.max(response);
+                    if now > task.release + rel {
+                        task.c.deadline_misses += 1;
+                    }
+                    task.release += period;
+                    task.deadline = Some(task.release + rel);
+                    let last_job =
+                        task.iter + 1 >= task.loops && task.pc as usize >= task.ops.len();
+                    if !last_job && now < task.release {
+                        let at = task.release;
+                        return self.sleep_until(t, at);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `t` has work to do: keep running if it is on a CPU, else become
+    /// runnable.
+    fn need_cpu(&mut self, t: TaskId) -> Result<(), SimError> {
+        match self.tasks[t].state {
+            TaskState::Running => {
+                let cpu = self.tasks[t].cpu;
+                if self.feature_ok(t, cpu)? {
+                    self.refresh(cpu);
+                }
+                Ok(())
+            }
+            TaskState::NotStarted => self.wake(t, EnqFlags::New),
+            _ => self.wake(t, EnqFlags::Wakeup),
+        }
+    }
+
+    // --------------------------------------------------------------- agents
+
+    fn observations(&mut self, idx: usize) -> Vec<Observation> {
+        for c in 0..self.m.ncpus() {
+            self.sync(c);
+        }
+        let now = self.now;
+        let dt = now.since(self.agent_last[idx]).0.max(1) as f64;
+        self.agent_last[idx] = now;
+        let snaps = &mut self.agent_snap[idx];
+        if snaps.len() < self.tasks.len() {
+            snaps.resize(self.tasks.len(), Snap::default());
+        }
+        let n = self.m.ncpus();
+        let mut out = Vec::new();
+        for (t, task) in self.tasks.iter().enumerate() {
+            if matches!(task.state, TaskState::NotStarted | TaskState::Exited) {
+                continue;
+            }
+            let wait_extra = if task.state == TaskState::Runnable {
+                now.since(task.state_since).0
+            } else {
+                0
+            };
+            let cur = Snap {
+                run: task.c.run_ns,
+                wait: task.c.wait_ns + wait_extra,
+                instr: task.c.instructions,
+                cycles: task.c.cycles,
+                refs: task.c.cache_refs,
+                misses: task.c.cache_misses,
+                csw: task.c.csw_voluntary + task.c.csw_involuntary,
+                mig: task.c.migrations,
+            };
+            let old = snaps[t];
+            snaps[t] = cur;
+            let run = (cur.run - old.run) as f64;
+            let instr = cur.instr - old.instr;
+            let refs = cur.refs - old.refs;
+            let misses = cur.misses - old.misses;
+            let run_s = (run * 1e-9).max(1e-9);
+            out.push(Observation {
+                task: t,
+                program: self.progs[task.program].name.clone(),
+                state: task.state.name(),
+                cpu: task.cpu,
+                nice: task.nice,
+                affinity: task.affinity.to_vec(n),
+                cpu_util: run / dt,
+                ipc: if cur.cycles > old.cycles {
+                    instr / (cur.cycles - old.cycles)
+                } else {
+                    0.0
+                },
+                miss_ratio: if refs > 0.0 { misses / refs } else { 0.0 },
+                misses_per_instr: if instr > 0.0 { misses / instr } else { 0.0 },
+                csw_per_s: (cur.csw - old.csw) as f64 / run_s,
+                migrations_per_s: (cur.mig - old.mig) as f64 / run_s,
+                wait_frac: (cur.wait - old.wait) as f64 / dt,
+                runtime_s: task.c.run_ns as f64 * 1e-9,
+            });
+        }
+        out
+    }
+
+    // ------------------------------------------------------------ main loop
+
+    /// Run to the end of the scenario (or until every program finished).
+    pub fn run(&mut self, mut progress: Option<Progress>) -> Result<(), SimError> {
+        // Initial state: every CPU idle at its idle power.
+        for c in 0..self.m.ncpus() {
+            self.refresh(c);
+        }
+        self.src = Src::Gov;
+        self.gov.init(cx!(self));
+        self.apply()?;
+        self.src = Src::Sched;
+        self.sched.init(cx!(self));
+        self.apply()?;
+        for i in 0..self.agents.len() {
+            self.src = Src::Agent(i);
+            self.agents[i].init(cx!(self));
+            self.apply()?;
+            let p = self.agents[i].period();
+            self.q
+                .push(p, EventClass::Sample, Ev::AgentSample { idx: i as u32 });
+        }
+        self.started = true;
+        if let Some(p) = self.gov.period() {
+            self.q.push(p, EventClass::Sample, Ev::GovSample);
+        }
+        for p in 0..self.progs.len() {
+            let at = self.progs[p].start;
+            self.q
+                .push(at, EventClass::Wake, Ev::ProgramStart { prog: p as u32 });
+        }
+        self.q.push(self.end, EventClass::End, Ev::End);
+        let step_progress = SimTime((self.end.0 / 100).max(1));
+        let mut next_progress = step_progress;
+        let end_s = self.end.as_secs_f64();
+
+        while let Some((time, _class, ev)) = self.q.pop() {
+            if time > self.end {
+                break;
+            }
+            debug_assert!(time >= self.now, "time went backwards");
+            if time < self.now {
+                return Err(SimError::Invariant {
+                    time: self.now,
+                    message: format!("event at {time} is in the past"),
+                });
+            }
+            self.now = time;
+            if let Ev::End = ev {
+                self.end = time;
+                break;
+            }
+            if !self.handle(ev)? {
+                continue;
+            }
+            self.events += 1;
+            self.process_resched()?;
+            if self.opts.check {
+                self.check_invariants()?;
+            }
+            if self.now >= next_progress {
+                next_progress = self.now + step_progress;
+                if let Some(cb) = progress.as_mut() {
+                    cb(self.now.as_secs_f64(), end_s).map_err(SimError::Interrupted)?;
+                }
+            }
+        }
+        // The End event (always queued at the duration, or earlier when every
+        // program finished) closed the loop: `now` is the end of the run.
+        self.end = self.now;
+        if self.q.is_empty() && self.programs_done < self.progs.len() {
+            let stuck = self
+                .tasks
+                .iter()
+                .filter(|t| t.state == TaskState::Blocked)
+                .count();
+            if stuck > 0 {
+                self.warnings.push(format!(
+                    "deadlock: {stuck} task(s) blocked at barriers with nothing left to wake them"
+                ));
+            }
+        }
+        for c in 0..self.m.ncpus() {
+            self.sync(c);
+            if self.current[c].is_some() {
+                let t = self.current[c].unwrap();
+                let start = self.cpus[c].run_since;
+                let (t_ns, end_ns) = (start.0, self.now.0);
+                self.emit(1, c as u64, t as u64, start.0, || TraceEvent::Run {
+                    t_ns,
+                    end_ns,
+                    cpu: c,
+                    task: t,
+                });
+            }
+        }
+        for t in 0..self.tasks.len() {
+            let s = self.tasks[t].state;
+            self.set_state(t, s);
+        }
+        if let Some(cb) = progress.as_mut() {
+            let _ = cb(self.now.as_secs_f64(), end_s);
+        }
+        Ok(())
+    }
+
+    /// Handle one event. Returns false for a stale event.
+    fn handle(&mut self, ev: Ev) -> Result<bool, SimError> {
+        match ev {
+            Ev::Complete { cpu, gen } => {
+                let cpu = cpu as usize;
+                if self.cpus[cpu].comp_gen != gen {
+                    return Ok(false);
+                }
+                let Some(t) = self.current[cpu] else {
+                    return Ok(false);
+                };
+                self.sync(cpu);
+                let left = std::mem::take(&mut self.tasks[t].remaining);
+                self.tasks[t].c.work_done += left;
+                self.step(t)?;
+            }
+            Ev::Wake { task, gen } => {
+                let t = task as usize;
+                if self.tasks[t].wake_gen != gen || self.tasks[t].state != TaskState::Sleeping {
+                    return Ok(false);
+                }
+                self.step(t)?;
+            }
+            Ev::ProgramStart { prog } => self.start_program(prog as usize)?,
+            Ev::Tick { cpu, gen } => {
+                let cpu = cpu as usize;
+                let c = &mut self.cpus[cpu];
+                if c.tick_gen != gen {
+                    return Ok(false);
+                }
+                c.tick_armed = false;
+                let Some(t) = self.current[cpu] else {
+                    return Ok(false);
+                };
+                if !c.tick_wanted {
+                    return Ok(false);
+                }
+                c.ticks += 1;
+                self.sync(cpu);
+                self.src = Src::Sched;
+                self.sched.tick(cx!(self), cpu, t);
+                self.apply()?;
+                if self.current[cpu].is_some()
+                    && self.cpus[cpu].tick_wanted
+                    && !self.cpus[cpu].tick_armed
+                {
+                    self.arm_tick(cpu);
+                }
+            }
+            Ev::Timer { token, gen } => {
+                if self.timers.get(&token) != Some(&gen) {
+                    return Ok(false);
+                }
+                self.timers.remove(&token);
+                self.src = Src::Sched;
+                self.sched.on_timer(cx!(self), token);
+                self.apply()?;
+            }
+            Ev::FreqApply { domain, gen } => {
+                let d = domain as usize;
+                if self.dom_gen[d] != gen {
+                    return Ok(false);
+                }
+                let mhz = self.pending_mhz[d];
+                self.apply_freq(d, mhz);
+            }
+            Ev::GovSample => {
+                for c in 0..self.m.ncpus() {
+                    self.sync(c);
+                }
+                let busy: Vec<u64> = self.cpus.iter().map(|c| c.busy_ns).collect();
+                self.src = Src::Gov;
+                self.gov.sample(cx!(self), &busy);
+                self.apply()?;
+                if let Some(p) = self.gov.period() {
+                    self.q.push(self.now + p, EventClass::Sample, Ev::GovSample);
+                }
+            }
+            Ev::AgentSample { idx } => {
+                let i = idx as usize;
+                let obs = self.observations(i);
+                self.src = Src::Agent(i);
+                {
+                    let cx = &mut Ctx {
+                        now: self.now,
+                        machine: &self.m,
+                        tasks: &self.tasks,
+                        current: &self.current,
+                        online: &self.online,
+                        domain_mhz: &self.dom_mhz,
+                        reqs: &mut self.reqs,
+                        rng: &mut self.rng,
+                        obs: &obs,
+                    };
+                    self.agents[i].sample(cx);
+                }
+                self.apply()?;
+                let p = self.agents[i].period();
+                self.q
+                    .push(self.now + p, EventClass::Sample, Ev::AgentSample { idx });
+            }
+            Ev::End => {}
+        }
+        Ok(true)
+    }
+
+    // ----------------------------------------------------------- invariants
+
+    /// Assert the engine's invariants (on in tests; `--check` on the CLI).
+    pub fn check_invariants(&mut self) -> Result<(), SimError> {
+        let fail = |s: &Self, m: String| {
+            Err(SimError::Invariant {
+                time: s.now,
+                message: m,
+            })
+        };
+        let mut seen = vec![false; self.tasks.len()];
+        for c in 0..self.m.ncpus() {
+            if let Some(t) = self.current[c] {
+                if seen[t] {
+                    return fail(self, format!("task {t} runs on two cpus"));
+                }
+                seen[t] = true;
+                let task = &self.tasks[t];
+                if task.state != TaskState::Running {
+                    return fail(
+                        self,
+                        format!("cpu {c} runs task {t} which is {}", task.state.name()),
+                    );
+                }
+                if !self.online[c] {
+                    return fail(self, format!("task {t} runs on offline cpu {c}"));
+                }
+                if !task.affinity.contains(c) {
+                    return fail(
+                        self,
+                        format!("task {t} runs on cpu {c} outside its affinity"),
+                    );
+                }
+                if task.cpu != c {
+                    return fail(
+                        self,
+                        format!(
+                            "task {t} runs on cpu {c} but is assigned to cpu {}",
+                            task.cpu
+                        ),
+                    );
+                }
+            }
+        }
+        for (t, task) in self.tasks.iter().enumerate() {
+            if task.state == TaskState::Running && !seen[t] {
+                return fail(self, format!("task {t} is running but on no cpu"));
+            }
+            let c = &task.c;
+            let lhs = c.work_done + task.remaining;
+            if (lhs - c.work_assigned).abs() > 1e-6 * c.work_assigned.max(1.0) {
+                return fail(
+                    self,
+                    format!(
+                        "work not conserved for task {t}: done {} + remaining {} != assigned {}",
+                        c.work_done, task.remaining, c.work_assigned
+                    ),
+                );
+            }
+            // Progress can never exceed the fastest CPU's rate.
+            let bound = c.run_ns as f64 * self.max_rate * (1.0 + 1e-9) + 1.0;
+            if c.work_done > bound {
+                return fail(
+                    self,
+                    format!(
+                        "task {t} did {} ns of work in {} ns of run time",
+                        c.work_done, c.run_ns
+                    ),
+                );
+            }
+        }
+        let e: f64 = self.cpus.iter().map(|c| c.energy).sum();
+        if e + 1e-12 < self.last_energy {
+            return fail(
+                self,
+                format!("energy decreased from {} to {e}", self.last_energy),
+            );
+        }
+        self.last_energy = e;
+        Ok(())
+    }
+}

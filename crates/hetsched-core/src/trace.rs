@@ -1,0 +1,114 @@
+//! Typed trace events and the Perfetto / Chrome trace writer.
+//!
+//! Every event carries its time first (`t_ns`). A run records events only
+//! when asked (`RunOptions::trace`), but every event is always folded into the
+//! run's trace hash, so determinism can be checked cheaply on any run.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// One trace event.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TraceEvent {
+    /// `task` ran on `cpu` from `t_ns` to `end_ns`.
+    Run {
+        t_ns: u64,
+        end_ns: u64,
+        cpu: usize,
+        task: usize,
+    },
+    /// `task` started running on `to` after last running on `from`.
+    Migrate {
+        t_ns: u64,
+        task: usize,
+        from: usize,
+        to: usize,
+    },
+    /// `task` became runnable and was placed on `cpu`.
+    Wake { t_ns: u64, task: usize, cpu: usize },
+    /// `task` blocked (`sleep`, `io`, `barrier`, `period`).
+    Block {
+        t_ns: u64,
+        task: usize,
+        reason: &'static str,
+    },
+    /// `task` exited.
+    Exit { t_ns: u64, task: usize },
+    /// A frequency domain changed P-state.
+    Freq { t_ns: u64, domain: usize, mhz: u32 },
+    /// `task` needed ISA `feature` that `cpu` lacks.
+    Fault {
+        t_ns: u64,
+        task: usize,
+        cpu: usize,
+        feature: usize,
+    },
+    /// An instance of a program finished.
+    ProgramDone {
+        t_ns: u64,
+        program: usize,
+        instance: u32,
+    },
+}
+
+/// Names used to label slices: per task, its program name and thread index.
+pub struct Labels<'a> {
+    /// `(program name, thread)` per task.
+    pub tasks: &'a [(String, u32)],
+    /// `"cpu N (type)"` per CPU.
+    pub cpus: &'a [String],
+}
+
+/// Build a Chrome trace-event JSON document (opens in ui.perfetto.dev): one
+/// track per CPU, a complete ("X") slice per run interval named after the
+/// task's program, and instant markers for migrations, faults and frequency
+/// changes.
+pub fn chrome_trace(events: &[Value], labels: &Labels) -> Value {
+    let mut out: Vec<Value> = Vec::with_capacity(events.len() + labels.cpus.len() + 1);
+    out.push(json!({"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "machine"}}));
+    for (i, name) in labels.cpus.iter().enumerate() {
+        out.push(
+            json!({"ph": "M", "pid": 0, "tid": i, "name": "thread_name", "args": {"name": name}}),
+        );
+        out.push(json!({"ph": "M", "pid": 0, "tid": i, "name": "thread_sort_index", "args": {"sort_index": i}}));
+    }
+    let us = |v: &Value| v.as_u64().unwrap_or(0) as f64 / 1000.0;
+    let label = |t: u64| -> String {
+        labels
+            .tasks
+            .get(t as usize)
+            .map(|(p, th)| format!("{p}#{th}"))
+            .unwrap_or_else(|| format!("task {t}"))
+    };
+    for e in events {
+        let ty = e.get("type").and_then(Value::as_str).unwrap_or("");
+        match ty {
+            "run" => {
+                let t = e["task"].as_u64().unwrap_or(0);
+                let start = us(&e["t_ns"]);
+                let dur = us(&e["end_ns"]) - start;
+                let name = label(t);
+                let prog = name.split('#').next().unwrap_or("").to_string();
+                out.push(json!({
+                    "ph": "X", "pid": 0, "tid": e["cpu"], "ts": start, "dur": dur,
+                    "name": name, "cat": prog, "args": {"task": t}
+                }));
+            }
+            "migrate" => out.push(json!({
+                "ph": "i", "s": "t", "pid": 0, "tid": e["to"], "ts": us(&e["t_ns"]),
+                "name": "migrate", "args": {"task": e["task"], "from": e["from"], "to": e["to"]}
+            })),
+            "fault" => out.push(json!({
+                "ph": "i", "s": "t", "pid": 0, "tid": e["cpu"], "ts": us(&e["t_ns"]),
+                "name": "isa fault", "args": {"task": e["task"], "feature": e["feature"]}
+            })),
+            "freq" => out.push(json!({
+                "ph": "i", "s": "g", "pid": 0, "ts": us(&e["t_ns"]),
+                "name": "freq", "args": {"domain": e["domain"], "mhz": e["mhz"]}
+            })),
+            _ => {}
+        }
+    }
+    json!({"traceEvents": out, "displayTimeUnit": "ms"})
+}

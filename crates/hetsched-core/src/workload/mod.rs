@@ -1,0 +1,97 @@
+//! Workloads: programs made of threads, threads made of operations.
+//!
+//! A thread runs a list of operations `loops` times: compute a given amount of
+//! reference work (with a class, memory intensity, IPC, cache behaviour and
+//! optionally an ISA feature), sleep, wait at the program's barrier, pull
+//! chunks from the program's shared work queue until it is empty, or end a
+//! periodic job and wait for the next release. The program patterns of the
+//! papers (sequential, static data-parallel, dynamic binding, fork-join,
+//! process pools, periodic real-time tasks) are generated from these in
+//! [`crate::scenario`].
+
+use crate::time::SimTime;
+
+/// One operation of a thread.
+#[allow(missing_docs)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Compute `work` reference nanoseconds with parameters `param` (index into
+    /// the program's parameter table).
+    Compute { work: f64, param: u32 },
+    /// Sleep (or wait for I/O) for a time.
+    Sleep { ns: u64 },
+    /// Wait at the program's barrier.
+    Barrier,
+    /// Take chunks from the program's shared queue and compute them (each
+    /// followed by the program's I/O time) until the queue is empty.
+    Pull,
+    /// End of a periodic job: record its response time, then sleep until the
+    /// next release.
+    WaitPeriod,
+}
+
+/// Parameters of a compute phase.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComputeParams {
+    /// Interned workload class.
+    pub class: usize,
+    /// Memory intensity: fraction of reference time stalled on memory.
+    pub mem: f64,
+    /// Instructions per cycle at the reference clock with no stalls.
+    pub ipc: f64,
+    /// Last-level cache references per instruction.
+    pub refs_per_instr: f64,
+    /// Fraction of cache references that miss.
+    pub miss_ratio: f64,
+    /// Working-set size, KiB (for the cache-refill model).
+    pub working_set_kb: f64,
+    /// Required ISA feature (interned id), if any.
+    pub feature: Option<usize>,
+}
+
+/// Run-time state of a program (all its threads).
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// Its index.
+    pub id: usize,
+    /// Its name.
+    pub name: String,
+    /// Its kind (`sequential`, `parallel`, ...), for reports.
+    pub kind: String,
+    /// Its threads.
+    pub threads: Vec<usize>,
+    /// When the first instance starts.
+    pub start: SimTime,
+    /// How many instances run one after another.
+    pub repeat: u32,
+    /// Current instance (0-based).
+    pub instance: u32,
+    /// When the current instance started.
+    pub instance_start: SimTime,
+    /// Threads of the current instance not yet exited.
+    pub live: u32,
+    /// Compute parameter table.
+    pub params: Vec<ComputeParams>,
+    /// Barrier participants (number of arrivals that release it).
+    pub barrier_count: u32,
+    /// Threads waiting at the barrier.
+    pub barrier_waiting: Vec<usize>,
+    /// Chunks per instance in the shared work queue.
+    pub chunks: u64,
+    /// Chunks left in the current instance.
+    pub chunks_left: u64,
+    /// Reference work of one chunk.
+    pub chunk_work: f64,
+    /// Parameters of chunk work.
+    pub chunk_param: u32,
+    /// I/O time after each chunk.
+    pub chunk_io: SimTime,
+    /// Period of periodic threads.
+    pub period: SimTime,
+    /// Relative deadline of periodic threads.
+    pub rel_deadline: SimTime,
+    /// Uniform relative jitter applied to compute work and sleeps (0..1).
+    pub jitter: f64,
+    /// Completed instances: (instance, start, end).
+    pub completions: Vec<(u32, SimTime, SimTime)>,
+}

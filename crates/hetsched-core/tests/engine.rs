@@ -1,0 +1,390 @@
+//! End-to-end tests of the engine with hand-computed expectations.
+
+use hetsched_core::scenario::{parse, Format, Scenario};
+use hetsched_core::sim::RunOptions;
+use hetsched_core::{metrics::RunResults, run};
+
+fn scn(text: &str) -> Scenario {
+    parse(text, "test.toml", Format::Toml, &[]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn go(text: &str) -> RunResults {
+    run(
+        &scn(text),
+        RunOptions {
+            trace: true,
+            check: true,
+        },
+        None,
+        vec![],
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn err(text: &str) -> String {
+    match parse(text, "bad.toml", Format::Toml, &[]) {
+        Ok(s) => match run(&s, RunOptions::default(), None, vec![], None) {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => e.to_string(),
+        },
+        Err(e) => e.to_string(),
+    }
+}
+
+const ONE_CPU_512: &str = r#"
+duration_s = 100
+[machine.types.half]
+capacity = 512
+class_speedup = { fast = 4.0 }
+[[machine.cpus]]
+type = "half"
+"#;
+
+#[test]
+fn capacity_512_takes_twice_the_work() {
+    // W = 300 ms of reference work at speed 512/1024 = 0.5 takes 600 ms.
+    let r = go(&format!(
+        "{ONE_CPU_512}\n[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 300\n"
+    ));
+    let p = &r.programs[0];
+    assert!(
+        (p.completion_s - 0.6).abs() < 1e-9,
+        "completion {}",
+        p.completion_s
+    );
+    assert!((r.tasks[0].work_ms - 300.0).abs() < 1e-6);
+}
+
+#[test]
+fn memory_intensity_follows_the_rate_formula() {
+    // Class "fast" has speedup 4 on a capacity-512 CPU: s = 0.5 × 4 = 2.
+    // With m = 0.5 the rate is 1 / ((1 − 0.5)/2 + 0.5) = 1 / 0.75, so
+    // W = 300 ms takes 300 × 0.75 = 225 ms.
+    let r = go(&format!(
+        "{ONE_CPU_512}\n[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 300\nmem = 0.5\nclass = \"fast\"\n"
+    ));
+    assert!(
+        (r.programs[0].completion_s - 0.225).abs() < 1e-9,
+        "{}",
+        r.programs[0].completion_s
+    );
+}
+
+const ONE_CPU: &str = r#"
+duration_s = 4
+stop_when_done = false
+[machine.types.c]
+capacity = 1024
+[[machine.cpus]]
+type = "c"
+"#;
+
+#[test]
+fn two_equal_tasks_share_one_cpu_evenly() {
+    // With min_granularity = tick = 4 ms and latency 6 ms, two tasks get
+    // slices of 4 ms: over 4 s each gets 2 s ± one min granularity (4 ms).
+    let r = go(&format!(
+        "scheduler = \"cfs[min_granularity_ms=4]\"\n{ONE_CPU}\n[[workload.programs]]\nkind = \"parallel\"\nthreads = 2\nwork_ms = 100000\n"
+    ));
+    let (a, b) = (r.tasks[0].run_s, r.tasks[1].run_s);
+    assert!((a + b - 4.0).abs() < 1e-9, "cpu is always busy: {a} + {b}");
+    assert!(
+        (a - 2.0).abs() <= 0.004 + 1e-9 && (b - 2.0).abs() <= 0.004 + 1e-9,
+        "a={a} b={b}"
+    );
+    // check_preempt_tick preempts when delta_exec > slice (strictly): at the
+    // first tick delta_exec = 4 ms = slice, so a task runs two ticks (8 ms)
+    // before it is preempted: 4 s / 8 ms = 500 switches, 250 per task.
+    let csw = r.tasks[0].csw_involuntary;
+    assert!((249..=251).contains(&csw), "involuntary switches {csw}");
+}
+
+#[test]
+fn nice_5_gets_cpu_in_ratio_1024_to_335() {
+    // Weights 1024 and 335: shares 1024/1359 = 75.35% and 24.65%.
+    let r = go(&format!(
+        "{ONE_CPU}\n[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 100000\n\
+         [[workload.programs]]\nkind = \"sequential\"\nwork_ms = 100000\nnice = 5\n"
+    ));
+    let ratio = r.tasks[0].run_s / r.tasks[1].run_s;
+    let want = 1024.0 / 335.0;
+    assert!((ratio / want - 1.0).abs() < 0.02, "ratio {ratio} vs {want}");
+}
+
+#[test]
+fn energy_is_power_times_time() {
+    // One CPU at 2000 MHz, 1.0 V, dyn 1.0 W/(V²·GHz), static 0.3 W/V, idle 0.1 W,
+    // base 2 W. Busy 1 s: 0.3 + 1.0 × 1 × 2.0 = 2.3 W → 2.3 J; then idle until
+    // 3 s: 2 s × 0.1 W = 0.2 J; base 3 s × 2 W = 6 J. Total 8.5 J.
+    let r = go(r#"
+duration_s = 3
+stop_when_done = false
+[machine]
+platform_base_w = 2.0
+[machine.types.c]
+pstates = [{ mhz = 2000, volt = 1.0 }]
+[[machine.cpus]]
+type = "c"
+[[workload.programs]]
+kind = "sequential"
+work_ms = 1000
+"#);
+    assert!(
+        (r.cpus[0].energy_j - 2.5).abs() < 1e-9,
+        "cpu energy {}",
+        r.cpus[0].energy_j
+    );
+    assert!(
+        (r.summary.energy_j - 8.5).abs() < 1e-9,
+        "total {}",
+        r.summary.energy_j
+    );
+}
+
+#[test]
+fn powersave_runs_at_the_lowest_pstate() {
+    // 1000 MHz of 2000: 500 ms of work takes 1 s; power 0.3×0.8 + 0.64×1.0 = 0.88 W.
+    let r = go(r#"
+duration_s = 5
+governor = "powersave"
+[machine.types.c]
+pstates = [{ mhz = 2000, volt = 1.0 }, { mhz = 1000, volt = 0.8 }]
+[[machine.cpus]]
+type = "c"
+[[workload.programs]]
+kind = "sequential"
+work_ms = 500
+"#);
+    assert!((r.programs[0].completion_s - 1.0).abs() < 1e-9);
+    assert!(
+        (r.cpus[0].energy_j - 0.88).abs() < 1e-9,
+        "{}",
+        r.cpus[0].energy_j
+    );
+}
+
+#[test]
+fn smt_sibling_slows_both_threads() {
+    // Two threads on the two hyperthreads of one core, smt_factor 0.5: each
+    // progresses at 0.5, so 100 ms of work each takes 200 ms.
+    let r = go(r#"
+duration_s = 5
+[machine.types.c]
+smt_factor = 0.5
+[[machine.clusters]]
+type = "c"
+cores = 1
+smt = 2
+[[workload.programs]]
+kind = "parallel"
+threads = 2
+work_ms = 200
+"#);
+    assert!(
+        (r.programs[0].completion_s - 0.2).abs() < 1e-9,
+        "{}",
+        r.programs[0].completion_s
+    );
+}
+
+#[test]
+fn fork_join_runs_the_sequential_part_alone() {
+    // 4 CPUs, 4 threads, 400 ms of work, 1 iteration, seq_fraction 0.5:
+    // thread 0 computes 200 ms alone, then each thread computes 50 ms: 250 ms.
+    let r = go(r#"
+duration_s = 5
+machine.preset = "smp-4"
+[[workload.programs]]
+kind = "fork_join"
+threads = 4
+work_ms = 400
+seq_fraction = 0.5
+"#);
+    assert!(
+        (r.programs[0].completion_s - 0.25).abs() < 1e-6,
+        "{}",
+        r.programs[0].completion_s
+    );
+    // The other threads slept during the sequential part.
+    assert!(r.tasks[1].sleep_s > 0.19);
+}
+
+#[test]
+fn dynamic_binding_balances_chunks() {
+    // 4 threads, 4 CPUs, 40 chunks of 10 ms: 100 ms.
+    let r = go(r#"
+duration_s = 5
+machine.preset = "smp-4"
+[[workload.programs]]
+kind = "dynamic"
+threads = 4
+work_ms = 400
+chunks = 40
+"#);
+    assert!((r.programs[0].completion_s - 0.1).abs() < 1e-6);
+    let total: f64 = r.tasks.iter().map(|t| t.work_ms).sum();
+    assert!((total - 400.0).abs() < 1e-6);
+}
+
+#[test]
+fn periodic_tasks_meet_deadlines_under_global_edf() {
+    // Utilisation 3 × 0.5 = 1.5 on 2 CPUs: feasible; global EDF misses none
+    // for these harmonic periods.
+    let r = go(r#"
+duration_s = 1
+scheduler = "global-edf"
+machine.preset = "smp-4"
+machine.clusters = [{ type = "core", cores = 2 }]
+[[workload.programs]]
+kind = "periodic"
+threads = 3
+period_ms = 10
+wcet_ms = 5
+jobs = 100
+"#);
+    let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
+    assert_eq!(jobs, 300);
+    assert_eq!(r.summary.deadline_misses, 0);
+}
+
+#[test]
+fn pinned_never_migrates() {
+    let r = go(r#"
+duration_s = 2
+scheduler = "pinned"
+machine.preset = "big-little-4+4"
+[[workload.programs]]
+kind = "phases"
+threads = 12
+loops = 20
+phases = [{ compute_ms = 5 }, { sleep_ms = 2 }]
+"#);
+    assert_eq!(r.summary.migrations, 0);
+}
+
+#[test]
+fn cfs_pulls_waiting_tasks_to_idle_cpus() {
+    // 8 CPU-bound threads on 8 CPUs: after balancing each runs alone.
+    let r = go(r#"
+duration_s = 3
+stop_when_done = false
+machine.preset = "big-little-4+4"
+[[workload.programs]]
+kind = "parallel"
+threads = 8
+work_ms = 100000
+"#);
+    for c in &r.cpus {
+        assert!(
+            c.utilization > 0.99,
+            "cpu {} utilisation {}",
+            c.cpu,
+            c.utilization
+        );
+    }
+}
+
+#[test]
+fn missing_feature_gives_sigill() {
+    let r = go(r#"
+duration_s = 1
+[machine.types.a]
+features = ["avx"]
+[machine.types.b]
+[[machine.cpus]]
+type = "b"
+[[workload.programs]]
+kind = "sequential"
+work_ms = 10
+feature = "avx"
+"#);
+    assert_eq!(r.summary.tasks_killed, 1);
+    assert!(r.tasks[0].killed.as_deref().unwrap().contains("SIGILL"));
+}
+
+#[test]
+fn same_seed_same_trace_hash() {
+    let text = r#"
+duration_s = 2
+seed = 7
+machine.preset = "big-little-4+4"
+[[workload.programs]]
+kind = "phases"
+threads = 20
+loops = 30
+jitter = 0.5
+phases = [{ compute_ms = 3 }, { sleep_ms = 2 }]
+"#;
+    let a = go(text);
+    let b = go(text);
+    assert_eq!(a.summary.trace_hash, b.summary.trace_hash);
+    assert_eq!(a.trace, b.trace);
+    let c = go(&text.replace("seed = 7", "seed = 8"));
+    assert_ne!(a.summary.trace_hash, c.summary.trace_hash);
+}
+
+// ------------------------------------------------------------ bad input
+
+#[test]
+fn bad_inputs_get_clear_messages() {
+    let base = "duration_s = 1\n[machine.types.big]\n[machine.types.little]\n[[machine.cpus]]\ntype = \"big\"\n";
+    let prog = "[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 10\n";
+    let cases: Vec<(String, &str)> = vec![
+        ("duration_s = = 1".into(), "bad.toml:1:14: TOML syntax error"),
+        (
+            "duration_s = 1\n[machine.types.big]\n[machine.types.little]\n[[machine.cpus]]\ntype=\"big\"\n[[machine.cpus]]\ntype=\"big\"\n[[machine.cpus]]\ntype=\"big\"\n[[machine.cpus]]\ntype = \"fastt\"\n".into(),
+            "machine.cpus[3].type: unknown cpu type \"fastt\"; known: big, little",
+        ),
+        (format!("scheduler = \"cfz\"\n{base}{prog}"), "scheduler: unknown scheduler \"cfz\"; known: cfs, pinned, global-edf"),
+        (format!("scheduler = \"cfs[granularity=3]\"\n{base}{prog}"), "has no parameter \"granularity\"; known: latency_ms"),
+        (format!("{base}[[workload.programs]]\nkind = \"sequential\"\nwork_ms = -5\n"), "workload.programs[0].work_ms: -5 is not allowed; must be a number > 0"),
+        (format!("{base}[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 0\n"), "workload.programs[0].work_ms: 0 is not allowed"),
+        ("duration_s = 1\n[machine]\n".into(), "machine: the machine has no CPUs"),
+        (format!("{base}[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 5\naffinity = [0, 3]\n"), "workload.programs[0].affinity[1]: cpu 3 does not exist (machine has 1 cpus: 0-0)"),
+        (
+            format!("{base}[[workload.programs]]\nkind = \"phases\"\nthreads = 2\nbarrier_count = 3\nphases = [{{compute_ms = 1}}, {{barrier = true}}]\n"),
+            "workload.programs[0].barrier_count: 3: a barrier of 3 threads can never be met by 2 threads",
+        ),
+        (base.replace("duration_s = 1", "duration_s = 0"), "duration_s: 0 is not allowed; must be a number > 0"),
+        (format!("{base}[[workload.programs]]\nkind = \"sequental\"\n"), "workload.programs[0].kind: unknown variant `sequental`"),
+        (format!("{base}[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 1\nchunks = 3\n"), "workload.programs[0].chunks: not used by kind \"sequential\" (used by: dynamic, pool)"),
+        (format!("{base}[[workload.programs]]\nkind = \"sequential\"\n"), "workload.programs[0].work_ms: required for kind \"sequential\""),
+        (format!("governor = \"userspace[mhz=1234]\"\n{base}{prog}"), "1234 MHz is not a P-state of cpu type"),
+        (format!("{base}[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 1\nnice = 25\n"), "workload.programs[0].nice: 25 is out of range; allowed -20 to 19"),
+        ("duration_s = 1\nmachine.preset = \"nope\"\n".into(), "machine.preset: unknown preset \"nope\"; known: smp-4"),
+        (format!("colour = 3\n{base}"), "unknown field `colour`"),
+    ];
+    for (text, want) in cases {
+        let got = err(&text);
+        assert!(
+            got.contains(want),
+            "\ninput:\n{text}\nwant substring: {want}\ngot: {got}"
+        );
+    }
+}
+
+#[test]
+fn overrides_set_nested_paths() {
+    let text = "duration_s = 1\nmachine.preset = \"smp-4\"\n[[workload.programs]]\nkind = \"parallel\"\nthreads = 2\nwork_ms = 10\n";
+    let s = parse(
+        text,
+        "t",
+        Format::Toml,
+        &[
+            ("workload.programs[0].threads".into(), "4".into()),
+            ("scheduler".into(), "pinned".into()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(s.spec.workload.programs[0].threads, Some(4));
+    assert_eq!(s.spec.scheduler, "pinned");
+    let e = parse(
+        text,
+        "t",
+        Format::Toml,
+        &[("workload.programs[3].threads".into(), "4".into())],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("index 3 is out of range"), "{e}");
+}

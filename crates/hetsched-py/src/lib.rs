@@ -1,0 +1,695 @@
+//! Python binding of hetsched-core (module `hetsched._core`).
+//!
+//! This crate only converts values and maps errors: results cross the
+//! boundary as JSON text, errors become a small exception hierarchy, and
+//! policies written in Python are adapted to the core's traits.
+
+use hetsched_core::metrics::RunResults;
+use hetsched_core::policy::{Agent, Ctx, EnqFlags, Scheduler};
+use hetsched_core::scenario::{self, Format};
+use hetsched_core::sim::RunOptions;
+use hetsched_core::trace::{chrome_trace as build_chrome, Labels};
+use hetsched_core::{SimError, SimTime};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::cell::Cell;
+
+create_exception!(
+    _core,
+    HetschedError,
+    PyException,
+    "Base class of every error raised by hetsched."
+);
+create_exception!(
+    _core,
+    ScenarioError,
+    HetschedError,
+    "A scenario file or value is invalid."
+);
+create_exception!(
+    _core,
+    PolicyError,
+    HetschedError,
+    "A policy made an invalid request or raised."
+);
+create_exception!(
+    _core,
+    SimulationError,
+    HetschedError,
+    "The engine detected a broken invariant."
+);
+
+fn to_py(e: SimError) -> PyErr {
+    match e {
+        SimError::Scenario(m) => ScenarioError::new_err(m),
+        e @ SimError::Policy { .. } => PolicyError::new_err(e.to_string()),
+        e @ SimError::Invariant { .. } => SimulationError::new_err(e.to_string()),
+        SimError::Interrupted(m) => {
+            if m.contains("KeyboardInterrupt") {
+                pyo3::exceptions::PyKeyboardInterrupt::new_err(m)
+            } else {
+                HetschedError::new_err(m)
+            }
+        }
+    }
+}
+
+/// A parsed, validated and fully resolved scenario.
+#[pyclass(module = "hetsched._core")]
+struct Scenario {
+    inner: scenario::Scenario,
+}
+
+#[pymethods]
+impl Scenario {
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.inner.spec.seed
+    }
+    #[getter]
+    fn duration_s(&self) -> f64 {
+        self.inner.spec.duration_s
+    }
+    #[getter]
+    fn scheduler(&self) -> String {
+        self.inner.spec.scheduler.clone()
+    }
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings.clone()
+    }
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+    fn to_toml(&self) -> PyResult<String> {
+        self.inner.to_toml().map_err(to_py)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Scenario(name={:?}, scheduler={:?}, duration_s={}, seed={})",
+            self.inner.name(),
+            self.inner.spec.scheduler,
+            self.inner.spec.duration_s,
+            self.inner.spec.seed
+        )
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (text, source="<string>", overrides=Vec::new(), fmt="toml"))]
+fn parse_scenario(
+    text: &str,
+    source: &str,
+    overrides: Vec<(String, String)>,
+    fmt: &str,
+) -> PyResult<Scenario> {
+    let f = match fmt {
+        "toml" => Format::Toml,
+        "json" => Format::Json,
+        other => {
+            return Err(ScenarioError::new_err(format!(
+                "fmt: \"{other}\" is not a format; allowed: toml, json"
+            )))
+        }
+    };
+    let inner = scenario::parse(text, source, f, &overrides).map_err(to_py)?;
+    Ok(Scenario { inner })
+}
+
+// ------------------------------------------------------------------ context
+
+/// What a Python policy sees during one callback. Holds a pointer to the
+/// engine's context that is valid only while the callback runs; `valid` is
+/// cleared right after, and any later use raises PolicyError.
+#[pyclass(module = "hetsched._core", unsendable)]
+struct Context {
+    ptr: *mut Ctx<'static>,
+    valid: Cell<bool>,
+}
+
+impl Context {
+    fn cx(&self) -> PyResult<&mut Ctx<'static>> {
+        if !self.valid.get() {
+            return Err(PolicyError::new_err(
+                "the context was used outside the callback it was given to",
+            ));
+        }
+        // SAFETY: `valid` is true only while the callback that received this
+        // object runs, during which the pointed-to Ctx is alive and not
+        // otherwise borrowed.
+        Ok(unsafe { &mut *self.ptr })
+    }
+    fn cpu(&self, cpu: usize) -> PyResult<usize> {
+        let n = self.cx()?.ncpus();
+        if cpu >= n {
+            return Err(PolicyError::new_err(format!(
+                "cpu {cpu} does not exist (machine has {n} cpus)"
+            )));
+        }
+        Ok(cpu)
+    }
+    fn task(&self, t: usize) -> PyResult<usize> {
+        let n = self.cx()?.ntasks();
+        if t >= n {
+            return Err(PolicyError::new_err(format!(
+                "task {t} does not exist ({n} tasks)"
+            )));
+        }
+        Ok(t)
+    }
+}
+
+#[pymethods]
+impl Context {
+    #[getter]
+    fn now_ns(&self) -> PyResult<u64> {
+        Ok(self.cx()?.now.0)
+    }
+    #[getter]
+    fn ncpus(&self) -> PyResult<usize> {
+        Ok(self.cx()?.ncpus())
+    }
+    #[getter]
+    fn ntasks(&self) -> PyResult<usize> {
+        Ok(self.cx()?.ntasks())
+    }
+    fn cpu_capacity(&self, cpu: usize) -> PyResult<u32> {
+        let c = self.cpu(cpu)?;
+        Ok(self.cx()?.capacity(c))
+    }
+    fn cpu_type(&self, cpu: usize) -> PyResult<String> {
+        let c = self.cpu(cpu)?;
+        Ok(self.cx()?.machine.ty(c).name.clone())
+    }
+    fn cpu_current(&self, cpu: usize) -> PyResult<Option<usize>> {
+        let c = self.cpu(cpu)?;
+        Ok(self.cx()?.current(c))
+    }
+    fn cpu_online(&self, cpu: usize) -> PyResult<bool> {
+        let c = self.cpu(cpu)?;
+        Ok(self.cx()?.online(c))
+    }
+    fn task_cpu(&self, task: usize) -> PyResult<usize> {
+        let t = self.task(task)?;
+        Ok(self.cx()?.task(t).cpu)
+    }
+    fn task_state(&self, task: usize) -> PyResult<&'static str> {
+        let t = self.task(task)?;
+        Ok(self.cx()?.task(t).state.name())
+    }
+    fn task_affinity(&self, task: usize) -> PyResult<Vec<usize>> {
+        let t = self.task(task)?;
+        let cx = self.cx()?;
+        Ok(cx.task(t).affinity.to_vec(cx.ncpus()))
+    }
+    fn task_nice(&self, task: usize) -> PyResult<i32> {
+        let t = self.task(task)?;
+        Ok(self.cx()?.task(t).nice)
+    }
+    fn task_weight(&self, task: usize) -> PyResult<u32> {
+        let t = self.task(task)?;
+        Ok(self.cx()?.task(t).weight)
+    }
+    fn task_program(&self, task: usize) -> PyResult<usize> {
+        let t = self.task(task)?;
+        Ok(self.cx()?.task(t).program)
+    }
+    fn task_class(&self, task: usize) -> PyResult<String> {
+        let t = self.task(task)?;
+        let cx = self.cx()?;
+        Ok(cx.machine.classes[cx.task(t).class].clone())
+    }
+    fn task_runtime_ns(&self, task: usize) -> PyResult<u64> {
+        let t = self.task(task)?;
+        Ok(self.cx()?.task(t).c.run_ns)
+    }
+    fn task_deadline_ns(&self, task: usize) -> PyResult<Option<u64>> {
+        let t = self.task(task)?;
+        Ok(self.cx()?.task(t).deadline.map(|d| d.0))
+    }
+    fn resched(&self, cpu: usize) -> PyResult<()> {
+        self.cx()?.resched(cpu);
+        Ok(())
+    }
+    fn migrate(&self, task: usize, cpu: usize) -> PyResult<()> {
+        self.cx()?.migrate(task, cpu);
+        Ok(())
+    }
+    fn set_affinity(&self, task: usize, cpus: Vec<usize>) -> PyResult<()> {
+        self.cx()?.set_affinity(task, cpus);
+        Ok(())
+    }
+    fn set_nice(&self, task: usize, nice: i32) -> PyResult<()> {
+        self.cx()?.set_nice(task, nice);
+        Ok(())
+    }
+    fn want_tick(&self, cpu: usize, on: bool) -> PyResult<()> {
+        self.cx()?.want_tick(cpu, on);
+        Ok(())
+    }
+    fn arm_timer(&self, at_ns: u64, token: u64) -> PyResult<()> {
+        self.cx()?.arm_timer(SimTime(at_ns), token);
+        Ok(())
+    }
+    fn cancel_timer(&self, token: u64) -> PyResult<()> {
+        self.cx()?.cancel_timer(token);
+        Ok(())
+    }
+    fn set_frequency(&self, domain: usize, mhz: u32) -> PyResult<()> {
+        self.cx()?.set_frequency(domain, mhz);
+        Ok(())
+    }
+    fn processes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let cx = self.cx()?;
+        let out = PyList::empty_bound(py);
+        for o in cx.observations() {
+            let d = PyDict::new_bound(py);
+            d.set_item("task", o.task)?;
+            d.set_item("program", &o.program)?;
+            d.set_item("state", o.state)?;
+            d.set_item("cpu", o.cpu)?;
+            d.set_item("nice", o.nice)?;
+            d.set_item("affinity", o.affinity.clone())?;
+            d.set_item("cpu_util", o.cpu_util)?;
+            d.set_item("ipc", o.ipc)?;
+            d.set_item("miss_ratio", o.miss_ratio)?;
+            d.set_item("misses_per_instr", o.misses_per_instr)?;
+            d.set_item("csw_per_s", o.csw_per_s)?;
+            d.set_item("migrations_per_s", o.migrations_per_s)?;
+            d.set_item("wait_frac", o.wait_frac)?;
+            d.set_item("runtime_s", o.runtime_s)?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+    fn load_avg(&self) -> PyResult<f64> {
+        Ok(self.cx()?.load_avg())
+    }
+}
+
+/// Call `obj.method(cx, *args)` with a context valid for the call only.
+/// A Python exception becomes a `Fail` request naming the callback.
+fn call_py<T>(
+    obj: &Py<PyAny>,
+    cx: &mut Ctx,
+    method: &str,
+    args: impl FnOnce(Python<'_>, Py<Context>) -> PyResult<Bound<'_, pyo3::types::PyTuple>>,
+    convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>,
+) -> Option<T> {
+    Python::with_gil(|py| {
+        let ptr = cx as *mut Ctx as *mut Ctx<'static>;
+        let ctx = match Py::new(
+            py,
+            Context {
+                ptr,
+                valid: Cell::new(true),
+            },
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                cx.fail(format!("{method}: {e}"));
+                return None;
+            }
+        };
+        let result = args(py, ctx.clone_ref(py))
+            .and_then(|a| obj.bind(py).call_method1(method, a))
+            .and_then(|r| convert(&r));
+        ctx.borrow(py).valid.set(false);
+        match result {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let tb = e
+                    .traceback_bound(py)
+                    .and_then(|t| t.format().ok())
+                    .map(|s| format!("\n{s}"))
+                    .unwrap_or_default();
+                let now = cx.now;
+                cx.fail(format!(
+                    "Python callback {method}() raised at t={now}: {}{tb}",
+                    e.value_bound(py)
+                ));
+                None
+            }
+        }
+    })
+}
+
+/// A scheduler written in Python (a `hetsched.Scheduler` subclass).
+struct PyScheduler {
+    obj: Py<PyAny>,
+    name: String,
+}
+
+fn tuple<'py>(py: Python<'py>, items: Vec<PyObject>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+    Ok(pyo3::types::PyTuple::new_bound(py, items))
+}
+
+impl Scheduler for PyScheduler {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn init(&mut self, cx: &mut Ctx) {
+        call_py(
+            &self.obj,
+            cx,
+            "init",
+            |py, c| tuple(py, vec![c.into_py(py)]),
+            |_| Ok(()),
+        );
+    }
+    fn select_cpu(
+        &mut self,
+        cx: &mut Ctx,
+        task: usize,
+        prev: Option<usize>,
+        flags: EnqFlags,
+    ) -> usize {
+        let fallback = prev.unwrap_or(cx.task(task).cpu);
+        call_py(
+            &self.obj,
+            cx,
+            "select_cpu",
+            |py, c| {
+                tuple(
+                    py,
+                    vec![
+                        c.into_py(py),
+                        task.into_py(py),
+                        prev.into_py(py),
+                        flags.name().into_py(py),
+                    ],
+                )
+            },
+            |r| r.extract::<usize>(),
+        )
+        .unwrap_or(fallback)
+    }
+    fn enqueue(&mut self, cx: &mut Ctx, task: usize, cpu: usize, flags: EnqFlags) {
+        call_py(
+            &self.obj,
+            cx,
+            "enqueue",
+            |py, c| {
+                tuple(
+                    py,
+                    vec![
+                        c.into_py(py),
+                        task.into_py(py),
+                        cpu.into_py(py),
+                        flags.name().into_py(py),
+                    ],
+                )
+            },
+            |_| Ok(()),
+        );
+    }
+    fn dequeue(&mut self, cx: &mut Ctx, task: usize, cpu: usize) {
+        call_py(
+            &self.obj,
+            cx,
+            "dequeue",
+            |py, c| tuple(py, vec![c.into_py(py), task.into_py(py), cpu.into_py(py)]),
+            |_| Ok(()),
+        );
+    }
+    fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<usize> {
+        call_py(
+            &self.obj,
+            cx,
+            "pick_next",
+            |py, c| tuple(py, vec![c.into_py(py), cpu.into_py(py)]),
+            |r| r.extract::<Option<usize>>(),
+        )
+        .flatten()
+    }
+    fn balance(&mut self, cx: &mut Ctx, cpu: usize) {
+        call_py(
+            &self.obj,
+            cx,
+            "balance",
+            |py, c| tuple(py, vec![c.into_py(py), cpu.into_py(py)]),
+            |_| Ok(()),
+        );
+    }
+    fn running(&mut self, cx: &mut Ctx, task: usize, cpu: usize) {
+        call_py(
+            &self.obj,
+            cx,
+            "running",
+            |py, c| tuple(py, vec![c.into_py(py), task.into_py(py), cpu.into_py(py)]),
+            |_| Ok(()),
+        );
+    }
+    fn stopping(&mut self, cx: &mut Ctx, task: usize, cpu: usize, runnable: bool) {
+        call_py(
+            &self.obj,
+            cx,
+            "stopping",
+            |py, c| {
+                tuple(
+                    py,
+                    vec![
+                        c.into_py(py),
+                        task.into_py(py),
+                        cpu.into_py(py),
+                        runnable.into_py(py),
+                    ],
+                )
+            },
+            |_| Ok(()),
+        );
+    }
+    fn tick(&mut self, cx: &mut Ctx, cpu: usize, task: usize) {
+        call_py(
+            &self.obj,
+            cx,
+            "tick",
+            |py, c| tuple(py, vec![c.into_py(py), cpu.into_py(py), task.into_py(py)]),
+            |_| Ok(()),
+        );
+    }
+    fn on_timer(&mut self, cx: &mut Ctx, token: u64) {
+        call_py(
+            &self.obj,
+            cx,
+            "on_timer",
+            |py, c| tuple(py, vec![c.into_py(py), token.into_py(py)]),
+            |_| Ok(()),
+        );
+    }
+    fn reweight(&mut self, cx: &mut Ctx, task: usize, _old: u32) {
+        call_py(
+            &self.obj,
+            cx,
+            "reweight",
+            |py, c| tuple(py, vec![c.into_py(py), task.into_py(py)]),
+            |_| Ok(()),
+        );
+    }
+}
+
+/// An agent written in Python (a `hetsched.Agent` subclass).
+struct PyAgent {
+    obj: Py<PyAny>,
+    name: String,
+    period: SimTime,
+}
+
+impl Agent for PyAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn period(&self) -> SimTime {
+        self.period
+    }
+    fn init(&mut self, cx: &mut Ctx) {
+        call_py(
+            &self.obj,
+            cx,
+            "init",
+            |py, c| tuple(py, vec![c.into_py(py)]),
+            |_| Ok(()),
+        );
+    }
+    fn sample(&mut self, cx: &mut Ctx) {
+        call_py(
+            &self.obj,
+            cx,
+            "sample",
+            |py, c| tuple(py, vec![c.into_py(py)]),
+            |_| Ok(()),
+        );
+    }
+}
+
+fn py_name(obj: &Bound<'_, PyAny>, default: &str) -> String {
+    obj.getattr("name")
+        .and_then(|n| n.extract::<String>())
+        .unwrap_or_else(|_| {
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| default.to_string())
+        })
+}
+
+#[pyfunction]
+#[pyo3(signature = (scenario, *, trace=false, check=false, scheduler=None, agents=Vec::new(), progress=None))]
+fn run(
+    py: Python<'_>,
+    scenario: &Scenario,
+    trace: bool,
+    check: bool,
+    scheduler: Option<Bound<'_, PyAny>>,
+    agents: Vec<Bound<'_, PyAny>>,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<String> {
+    let sched: Option<Box<dyn Scheduler>> = scheduler.map(|s| {
+        let name = format!("python:{}", py_name(&s, "python"));
+        Box::new(PyScheduler {
+            obj: s.unbind(),
+            name,
+        }) as Box<dyn Scheduler>
+    });
+    let mut py_agents: Vec<Box<dyn Agent>> = Vec::new();
+    for a in agents {
+        let period_ms: f64 = a
+            .getattr("period_ms")
+            .and_then(|p| p.extract())
+            .unwrap_or(100.0);
+        if !(period_ms.is_finite() && period_ms > 0.0) {
+            return Err(PolicyError::new_err(format!(
+                "agent period_ms must be > 0, got {period_ms}"
+            )));
+        }
+        let name = format!("python:{}", py_name(&a, "python-agent"));
+        py_agents.push(Box::new(PyAgent {
+            obj: a.unbind(),
+            name,
+            period: SimTime::from_ms_f64(period_ms),
+        }));
+    }
+    let mut cb = |now: f64, end: f64| -> Result<(), String> {
+        py.check_signals()
+            .map_err(|e| format!("KeyboardInterrupt: {e}"))?;
+        if let Some(p) = &progress {
+            p.call1((now, end))
+                .map_err(|e| format!("progress callback raised: {e}"))?;
+        }
+        Ok(())
+    };
+    let res: RunResults = hetsched_core::run(
+        &scenario.inner,
+        RunOptions { trace, check },
+        sched,
+        py_agents,
+        Some(&mut cb),
+    )
+    .map_err(to_py)?;
+    let mut v = serde_json::to_value(&res).map_err(|e| HetschedError::new_err(e.to_string()))?;
+    let scn: serde_json::Value =
+        serde_json::from_str(&scenario.inner.to_json()).unwrap_or_default();
+    v["scenario"] = scn;
+    v["labels"] = serde_json::json!({
+        "tasks": res.tasks.iter().map(|t| (t.program.clone(), t.thread)).collect::<Vec<_>>(),
+        "cpus": res.cpus.iter().map(|c| format!("cpu {} ({})", c.cpu, c.ty)).collect::<Vec<_>>(),
+    });
+    Ok(v.to_string())
+}
+
+#[pyfunction]
+fn schema() -> String {
+    scenario::json_schema()
+}
+
+#[pyfunction]
+fn list_policies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let out = PyList::empty_bound(py);
+    for p in hetsched_core::policy::registry() {
+        let d = PyDict::new_bound(py);
+        d.set_item("name", p.name)?;
+        d.set_item(
+            "kind",
+            serde_json::to_value(p.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from)),
+        )?;
+        d.set_item("doc", p.doc)?;
+        let params = PyList::empty_bound(py);
+        for q in &p.params {
+            let pd = PyDict::new_bound(py);
+            pd.set_item("name", q.name)?;
+            pd.set_item("default", q.default)?;
+            pd.set_item("doc", q.doc)?;
+            params.append(pd)?;
+        }
+        d.set_item("params", params)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+#[pyfunction]
+fn list_presets(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let out = PyList::empty_bound(py);
+    for (name, doc, toml) in hetsched_core::presets::PRESETS {
+        let d = PyDict::new_bound(py);
+        d.set_item("name", *name)?;
+        d.set_item("doc", *doc)?;
+        d.set_item("toml", toml.trim())?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+#[pyfunction]
+fn chrome_trace(results_json: &str) -> PyResult<String> {
+    let v: serde_json::Value = serde_json::from_str(results_json)
+        .map_err(|e| HetschedError::new_err(format!("results JSON: {e}")))?;
+    let events = v
+        .get("trace")
+        .and_then(|t| t.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let tasks: Vec<(String, u32)> = v
+        .pointer("/labels/tasks")
+        .and_then(|t| serde_json::from_value(t.clone()).ok())
+        .unwrap_or_default();
+    let cpus: Vec<String> = v
+        .pointer("/labels/cpus")
+        .and_then(|t| serde_json::from_value(t.clone()).ok())
+        .unwrap_or_default();
+    let doc = build_chrome(
+        &events,
+        &Labels {
+            tasks: &tasks,
+            cpus: &cpus,
+        },
+    );
+    Ok(doc.to_string())
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", hetsched_core::VERSION)?;
+    m.add("HetschedError", py.get_type_bound::<HetschedError>())?;
+    m.add("ScenarioError", py.get_type_bound::<ScenarioError>())?;
+    m.add("PolicyError", py.get_type_bound::<PolicyError>())?;
+    m.add("SimulationError", py.get_type_bound::<SimulationError>())?;
+    m.add_class::<Scenario>()?;
+    m.add_class::<Context>()?;
+    m.add_function(wrap_pyfunction!(parse_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(list_policies, m)?)?;
+    m.add_function(wrap_pyfunction!(list_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(chrome_trace, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,56 @@
+"""hetsched: a laboratory for OS scheduling on heterogeneous and dynamically
+reconfigurable multicore processors.
+
+A deterministic discrete-event simulator with a Rust core (``hetsched._core``)
+and this Python front end::
+
+    import hetsched
+
+    res = hetsched.run("scenarios/demo.toml", overrides={"duration_s": 5})
+    print(res)                       # summary: makespan, energy, per-program times
+    res.tasks[["task", "run_s", "work_ms"]]
+    res.save("out/demo")             # CSV/JSON files (+ Perfetto trace with trace=True)
+
+Write a scheduler in Python by subclassing :class:`hetsched.Scheduler`
+(see :mod:`hetsched.examples_policies`); reproduce the papers' results with
+:mod:`hetsched.reproduce` or ``hetsched reproduce all``.
+"""
+
+from . import _core as _core  # the compiled core, for monkeypatching and advanced use
+from ._core import (
+    HetschedError,
+    PolicyError,
+    Scenario,
+    ScenarioError,
+    SimulationError,
+    __version__,
+)
+from .api import load, loads, parse_override, run
+from .policy import Agent, Scheduler
+from .results import Results
+
+__all__ = [
+    "Agent",
+    "HetschedError",
+    "PolicyError",
+    "Results",
+    "Scenario",
+    "ScenarioError",
+    "Scheduler",
+    "SimulationError",
+    "__version__",
+    "load",
+    "loads",
+    "parse_override",
+    "reproduce",
+    "run",
+]
+
+
+def __getattr__(name: str) -> object:
+    # The reproductions pull in every paper's model; load them on first use.
+    if name == "reproduce":
+        import importlib
+
+        return importlib.import_module(".reproduce", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

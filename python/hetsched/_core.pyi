@@ -1,0 +1,143 @@
+"""Typed surface of the compiled core, ``hetsched._core``.
+
+The core is written in Rust; this module is the thin binding. Everything
+crosses the boundary either as plain Python values or as JSON text, so the
+Python layer (``hetsched``) owns DataFrames, plotting and the CLI.
+"""
+
+from typing import Any, Callable, Optional, Sequence
+
+__version__: str
+
+class HetschedError(Exception):
+    """Base class of every error raised by hetsched."""
+
+class ScenarioError(HetschedError):
+    """A scenario file or value is invalid. The message names the path of the
+    offending field (``machine.cpus[3].type``) and what is allowed; a TOML
+    syntax error names ``file:line:column``."""
+
+class PolicyError(HetschedError):
+    """A policy made an invalid request, or a Python-written policy raised.
+    The message names the policy, the callback or request, and the simulated
+    time."""
+
+class SimulationError(HetschedError):
+    """The engine detected a broken invariant (only with ``check=True``)."""
+
+class Scenario:
+    """A parsed, validated and fully resolved scenario (presets expanded)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def scheduler(self) -> str: ...
+    @property
+    def warnings(self) -> list[str]: ...
+    def to_json(self) -> str:
+        """The resolved scenario as JSON (the same schema as the TOML file)."""
+    def to_toml(self) -> str:
+        """The resolved scenario as TOML."""
+
+def parse_scenario(
+    text: str,
+    source: str = "<string>",
+    overrides: Sequence[tuple[str, str]] = (),
+    fmt: str = "toml",
+) -> Scenario:
+    """Parse scenario text (``fmt`` = ``"toml"`` or ``"json"``), apply
+    ``overrides`` (``("workload.programs[0].threads", "8")``; the value is a
+    TOML literal, or a bare string) and validate. ``source`` names the file
+    in error messages. Raises :class:`ScenarioError`."""
+
+def run(
+    scenario: Scenario,
+    *,
+    trace: bool = False,
+    check: bool = False,
+    scheduler: Optional[Any] = None,
+    agents: Sequence[Any] = (),
+    progress: Optional[Callable[[float, float], None]] = None,
+) -> str:
+    """Run a scenario and return its results as JSON text.
+
+    ``scheduler``: a :class:`hetsched.Scheduler` instance that replaces the
+    scenario's scheduler (a policy written in Python). ``agents``: Python
+    :class:`hetsched.Agent` instances added to the scenario's agents.
+    ``progress(sim_now_s, sim_end_s)`` is called about a hundred times per run.
+
+    The JSON object has the keys ``summary`` (dict), ``tasks``, ``programs``,
+    ``cpus`` (lists of row dicts), ``warnings`` (list of str), ``scenario``
+    (the resolved scenario as a dict), and ``trace`` (list of event dicts,
+    empty unless ``trace=True``)."""
+
+def schema() -> str:
+    """JSON Schema of scenario files, as JSON text."""
+
+def list_policies() -> list[dict[str, Any]]:
+    """Every registered policy: ``{"name", "kind" ("scheduler"|"governor"|"agent"),
+    "doc", "params": [{"name", "default", "doc"}]}``."""
+
+def list_presets() -> list[dict[str, str]]:
+    """Every machine preset: ``{"name", "doc", "toml"}``."""
+
+def chrome_trace(results_json: str) -> str:
+    """Perfetto/Chrome trace JSON (one track per CPU, a slice per run interval,
+    instant markers for migrations) built from a run's results JSON that was
+    produced with ``trace=True``."""
+
+class Context:
+    """What a Python policy sees and acts through during one callback. Valid
+    only inside that callback; using it afterwards raises
+    :class:`PolicyError`. Requests are recorded and validated by the engine
+    after the callback returns."""
+
+    @property
+    def now_ns(self) -> int: ...
+    @property
+    def ncpus(self) -> int: ...
+    @property
+    def ntasks(self) -> int: ...
+    def cpu_capacity(self, cpu: int) -> int:
+        """Current compute capacity out of 1024 (type capacity × frequency × duty cycle)."""
+    def cpu_type(self, cpu: int) -> str: ...
+    def cpu_current(self, cpu: int) -> Optional[int]:
+        """The task running on ``cpu``, or None when it is idle."""
+    def cpu_online(self, cpu: int) -> bool: ...
+    def task_cpu(self, task: int) -> int:
+        """The CPU the task is assigned to (last ran on, or queued for)."""
+    def task_state(self, task: int) -> str:
+        """One of ``not_started``, ``runnable``, ``running``, ``sleeping``,
+        ``blocked``, ``exited``."""
+    def task_affinity(self, task: int) -> list[int]: ...
+    def task_nice(self, task: int) -> int: ...
+    def task_weight(self, task: int) -> int: ...
+    def task_program(self, task: int) -> str: ...
+    def task_class(self, task: int) -> str: ...
+    def task_runtime_ns(self, task: int) -> int: ...
+    def task_deadline_ns(self, task: int) -> Optional[int]: ...
+    def resched(self, cpu: int) -> None:
+        """Ask the engine to preempt ``cpu`` (or wake it if idle) and call pick_next."""
+    def migrate(self, task: int, cpu: int) -> None:
+        """Reassign a task to ``cpu``: bookkeeping for a queued task; a running
+        task is preempted and enqueued on ``cpu``."""
+    def set_affinity(self, task: int, cpus: Sequence[int]) -> None: ...
+    def set_nice(self, task: int, nice: int) -> None: ...
+    def want_tick(self, cpu: int, on: bool) -> None:
+        """Ask for (or stop) scheduler ticks on ``cpu`` while it is busy."""
+    def arm_timer(self, at_ns: int, token: int) -> None:
+        """Call ``on_timer(cx, token)`` at ``at_ns``; re-arming a token replaces it."""
+    def cancel_timer(self, token: int) -> None: ...
+    def set_frequency(self, domain: int, mhz: int) -> None: ...
+    # Agents only (valid inside Agent callbacks):
+    def processes(self) -> list[dict[str, Any]]:
+        """Per-process observables over the last sampling interval, as a daemon
+        would read them on Linux: ``{"task", "program", "state", "cpu", "nice",
+        "affinity", "cpu_util", "ipc", "miss_ratio", "misses_per_instr",
+        "csw_per_s", "migrations_per_s", "wait_frac", "runtime_s"}``."""
+    def load_avg(self) -> float:
+        """Number of runnable + running tasks (instantaneous)."""

@@ -1,0 +1,269 @@
+"""The ``hetsched`` command line.
+
+::
+
+    hetsched run scenarios/demo.toml --set duration_s=5 --out out/demo
+    hetsched validate scenarios/demo.toml
+    hetsched list policies            # also: presets, reproductions
+    hetsched schema > scenario.schema.json
+    hetsched reproduce li-f9 --scale quick
+    hetsched reproduce all --scorecard docs/validation.md
+
+Errors in scenarios, policies and files are printed as one line,
+``hetsched: error: <message>``, with exit status 2 for an invalid scenario or
+command line and 1 for everything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import _core, api
+from ._text import table
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out (exit status 2)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        status: int = args.handler(args)
+        return status
+    except (_core.ScenarioError, UsageError) as e:
+        return _fail(e, EXIT_USAGE)
+    except (_core.HetschedError, OSError) as e:
+        return _fail(e, EXIT_FAILURE)
+    except KeyboardInterrupt:
+        print("hetsched: interrupted", file=sys.stderr)
+        return 130
+
+
+def _fail(e: BaseException, status: int) -> int:
+    message = str(e) if not isinstance(e, OSError) or not e.filename else _os_message(e)
+    print(f"hetsched: error: {message}", file=sys.stderr)
+    return status
+
+
+def _os_message(e: OSError) -> str:
+    return f"{e.filename}: {e.strerror or e}"
+
+
+def _override(text: str) -> tuple[str, str]:
+    try:
+        return api.parse_override(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _add_set(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="PATH=VALUE",
+        action="append",
+        type=_override,
+        default=[],
+        help="override a scenario field, e.g. --set workload.programs[0].threads=8 (repeatable)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hetsched",
+        description="Simulate OS scheduling on heterogeneous multicore processors.",
+    )
+    p.add_argument("--version", action="version", version=f"hetsched {_core.__version__}")
+    sub = p.add_subparsers(title="commands", metavar="COMMAND")
+
+    r = sub.add_parser("run", help="simulate a scenario and write its results")
+    r.add_argument("file", type=Path, help="scenario file (.toml or .json)")
+    _add_set(r)
+    r.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="where to write results (default: results/<scenario name>)",
+    )
+    r.add_argument(
+        "--trace",
+        action="store_true",
+        help="record every event; also writes trace.json (Perfetto) and trace.jsonl",
+    )
+    r.add_argument(
+        "--check",
+        action="store_true",
+        help="check the engine's invariants after every event (slower)",
+    )
+    r.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.set_defaults(handler=_cmd_run)
+
+    v = sub.add_parser("validate", help="check a scenario file without running it")
+    v.add_argument("file", type=Path)
+    _add_set(v)
+    v.set_defaults(handler=_cmd_validate)
+
+    ls = sub.add_parser("list", help="list policies, machine presets or reproductions")
+    ls.add_argument("what", choices=["policies", "presets", "reproductions"])
+    ls.set_defaults(handler=_cmd_list)
+
+    sc = sub.add_parser("schema", help="print the JSON Schema of scenario files")
+    sc.set_defaults(handler=_cmd_schema)
+
+    rp = sub.add_parser("reproduce", help="reproduce the papers' published results")
+    rp.add_argument("ids", nargs="+", metavar="ID", help="reproduction ids, or 'all'")
+    rp.add_argument(
+        "--scale",
+        choices=["full", "quick"],
+        default="full",
+        help="full: the papers' durations; quick: shorter runs (default: full)",
+    )
+    rp.add_argument("--json", action="store_true", help="print the rows as a JSON array")
+    rp.add_argument("--plots", type=Path, metavar="DIR", help="write one PNG per reproduction")
+    rp.add_argument(
+        "--scorecard",
+        type=Path,
+        metavar="FILE",
+        help="also write the rows as a Markdown scorecard (docs/validation.md)",
+    )
+    rp.set_defaults(handler=_cmd_reproduce)
+    return p
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    scenario = api.load(args.file, args.overrides)
+    show_progress = not args.quiet and sys.stderr.isatty()
+    res = api.run(scenario, trace=args.trace, check=args.check, progress=show_progress)
+    out = args.out if args.out is not None else Path("results") / _safe_name(scenario.name)
+    res.save(out)
+    if args.json:
+        print(json.dumps({**res.summary, "warnings": res.warnings}, indent=2, sort_keys=True))
+    elif not args.quiet:
+        print(res.summary_table())
+    if not args.quiet:
+        print(f"results written to {out}/", file=sys.stderr)
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    scenario = api.load(args.file, args.overrides)
+    if scenario.scheduler.startswith(api.PYTHON_POLICY_PREFIX):
+        api.resolve_python_policy(scenario.scheduler)
+    resolved = json.loads(scenario.to_json())
+    cpus = _count_cpus(resolved.get("machine") or {})
+    programs = len((resolved.get("workload") or {}).get("programs") or [])
+    print(f"ok: {scenario.name} ({cpus} cpus, {programs} programs)")
+    for w in scenario.warnings:
+        print(f"warning: {w}")
+    return EXIT_OK
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    if args.what == "policies":
+        print(_policies_text(_core.list_policies()))
+    elif args.what == "presets":
+        presets = _core.list_presets()
+        print(
+            table(["preset", "description"], [[p["name"], _first_line(p["doc"])] for p in presets])
+        )
+    else:
+        from . import reproduce
+
+        rows = [[r.id, r.title, r.paper] for r in reproduce.registry.values()]
+        print(table(["id", "title", "paper"], rows))
+    return EXIT_OK
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(json.loads(_core.schema()), indent=2))
+    return EXIT_OK
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from . import reproduce
+
+    try:
+        ids = reproduce.resolve_ids(args.ids)
+    except reproduce.UnknownReproductionError as e:
+        raise UsageError(str(e)) from None
+    started = time.monotonic()
+
+    def progress(repro: reproduce.Reproduction, rows: list[reproduce.Row]) -> None:
+        verdicts = ", ".join(r.verdict for r in rows)
+        print(f"{repro.id}: {verdicts} ({time.monotonic() - started:.1f} s)", file=sys.stderr)
+
+    rows = reproduce.run_reproductions(
+        ids, scale=args.scale, plots_dir=args.plots, on_done=progress
+    )
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2, default=str))
+    else:
+        print(reproduce.rows_table(rows))
+    if args.scorecard is not None:
+        args.scorecard.parent.mkdir(parents=True, exist_ok=True)
+        args.scorecard.write_text(reproduce.scorecard_markdown(rows), encoding="utf-8")
+    return EXIT_FAILURE if any(r.verdict == "error" for r in rows) else EXIT_OK
+
+
+def _policies_text(policies: list[dict[str, Any]]) -> str:
+    blocks = []
+    kinds = {"scheduler": "schedulers", "governor": "governors", "agent": "agents"}
+    for kind, title in kinds.items():
+        these = [p for p in policies if p.get("kind") == kind]
+        if not these:
+            continue
+        rows: list[list[object]] = []
+        for p in these:
+            rows.append([p["name"], "", _first_line(p.get("doc", ""))])
+            for param in p.get("params") or []:
+                rows.append(
+                    [
+                        "",
+                        f"{param['name']} = {param.get('default')}",
+                        _first_line(param.get("doc", "")),
+                    ]
+                )
+        blocks.append(
+            f"{title}\n" + table(["name", "parameter = default", "description"], rows, "  ")
+        )
+    return "\n\n".join(blocks)
+
+
+def _count_cpus(machine: dict[str, Any]) -> int | str:
+    cpus = machine.get("cpus")
+    if cpus:
+        return len(cpus)
+    clusters = machine.get("clusters") or []
+    if clusters:
+        return sum(int(c.get("cores", 1)) * int(c.get("smt", 1)) for c in clusters)
+    return "?"
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text and text.strip() else ""
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "scenario"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

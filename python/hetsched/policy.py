@@ -1,0 +1,129 @@
+"""Base classes for scheduling policies and agents written in Python.
+
+Subclass :class:`Scheduler` (dispatch level, shaped like Linux sched_ext) or
+:class:`Agent` (a periodic user-level daemon) and pass an instance to
+:func:`hetsched.run`, or name the class in a scenario file as
+``scheduler = "python:package.module:ClassName"``. The engine calls the methods
+below by name. Every call gets ``cx``, a :class:`hetsched._core.Context` that is
+valid only during that call: read engine state through it and record requests
+on it (``cx.resched``, ``cx.migrate``, ``cx.arm_timer`` ...); the engine
+validates and applies them after the method returns. A policy never changes
+engine state directly.
+
+Python policies are slower than the built-in Rust ones, which is the price of
+prototyping in Python; ``hetsched.examples_policies`` has two short examples.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._core import Context
+
+__all__ = ["ENQUEUE_FLAGS", "Agent", "Scheduler"]
+
+#: The ``flags`` strings that ``select_cpu`` and ``enqueue`` receive.
+ENQUEUE_FLAGS = ("new", "wakeup", "preempted", "migrated", "affinity")
+
+
+class Scheduler:
+    """A dispatch-level scheduling policy.
+
+    The policy owns its run queues; the engine owns tasks, CPUs and time.
+    Tasks and CPUs are integer ids (``0 .. cx.ntasks - 1``, ``0 .. cx.ncpus - 1``).
+
+    Protocol, in the order the engine calls it:
+
+    - ``init(cx)`` once, before the first event.
+    - When a task becomes runnable: ``select_cpu(cx, task, prev_cpu, flags)``
+      returns the CPU the task is assigned to, then ``enqueue(cx, task, cpu, flags)``
+      puts it on the policy's queues. ``flags`` says why: ``"new"`` (first
+      start), ``"wakeup"`` (end of a sleep or I/O), ``"preempted"``,
+      ``"migrated"`` (after ``cx.migrate``) or ``"affinity"`` (its affinity
+      changed).
+    - When a running task is preempted (``cx.resched`` on its CPU, or a tick
+      that asked for it) the engine calls ``stopping(cx, task, cpu,
+      runnable=True)`` and then ``enqueue(cx, task, cpu, flags="preempted")``.
+      When it blocks, sleeps or exits it calls ``stopping(..., runnable=False)``
+      and does not enqueue it.
+    - ``dequeue(cx, task, cpu)`` removes a queued task that must leave the
+      queues without running (for example when it is migrated or its affinity
+      changes); it is usually enqueued again right after.
+    - ``pick_next(cx, cpu)`` chooses the next task for ``cpu`` or returns
+      ``None``. It must remove the task it returns from the policy's own
+      queues; the engine then calls ``running(cx, task, cpu)``.
+    - When a CPU would go idle the engine calls ``balance(cx, cpu)`` (pull work
+      from other queues here) and then ``pick_next`` once more; if that also
+      returns ``None`` the CPU idles until ``cx.resched(cpu)`` wakes it.
+    - ``tick(cx, cpu, task)`` on the scheduler tick of a busy CPU, only for
+      CPUs that asked with ``cx.want_tick(cpu, True)`` (a tickless kernel).
+    - ``on_timer(cx, token)`` when a timer armed with ``cx.arm_timer`` fires.
+    - ``reweight(cx, task)`` after a task's nice value (and so weight) changed.
+
+    ``enqueue``, ``dequeue`` and ``pick_next`` must be written; the others
+    default to doing nothing, except ``select_cpu`` which keeps the task where
+    it was (or puts it on the first CPU it may use).
+    """
+
+    name: str = "python"
+
+    def init(self, cx: Context) -> None:
+        """Called once before the simulation starts."""
+
+    def select_cpu(self, cx: Context, task: int, prev_cpu: int | None, flags: str) -> int:
+        """Choose the CPU a newly runnable ``task`` is assigned to."""
+        if prev_cpu is not None:
+            return prev_cpu
+        return cx.task_affinity(task)[0]
+
+    def enqueue(self, cx: Context, task: int, cpu: int, flags: str) -> None:
+        """Put ``task`` (assigned to ``cpu``) on the policy's queues."""
+        raise NotImplementedError(f"{type(self).__name__} must implement enqueue()")
+
+    def dequeue(self, cx: Context, task: int, cpu: int) -> None:
+        """Remove a queued ``task`` from the policy's queues without running it."""
+        raise NotImplementedError(f"{type(self).__name__} must implement dequeue()")
+
+    def pick_next(self, cx: Context, cpu: int) -> int | None:
+        """Return (and remove from the queues) the next task for ``cpu``, or None to idle."""
+        raise NotImplementedError(f"{type(self).__name__} must implement pick_next()")
+
+    def balance(self, cx: Context, cpu: int) -> None:
+        """``cpu`` is about to go idle: a chance to pull work before ``pick_next``."""
+
+    def running(self, cx: Context, task: int, cpu: int) -> None:
+        """``task`` starts running on ``cpu``."""
+
+    def stopping(self, cx: Context, task: int, cpu: int, runnable: bool) -> None:
+        """``task`` stops running on ``cpu``; ``runnable`` if it was preempted."""
+
+    def tick(self, cx: Context, cpu: int, task: int) -> None:
+        """Scheduler tick on busy ``cpu`` running ``task`` (see ``cx.want_tick``)."""
+
+    def on_timer(self, cx: Context, token: int) -> None:
+        """A timer armed with ``cx.arm_timer(at_ns, token)`` fired."""
+
+    def reweight(self, cx: Context, task: int) -> None:
+        """The nice value, and so the weight, of ``task`` changed."""
+
+
+class Agent:
+    """A user-level policy that wakes up every ``period_ms`` of simulated time.
+
+    An agent sees what a daemon sees on Linux (``cx.processes()``,
+    ``cx.load_avg()``, ``cx.now_ns``, ``cx.ncpus``) and acts only the way a
+    daemon can: ``cx.set_affinity``, ``cx.set_nice`` and ``cx.set_frequency``
+    (with the userspace governor). Keep agents free of simulator internals, so
+    the same code can later drive real processes.
+    """
+
+    name: str = "python-agent"
+    period_ms: float = 100.0
+
+    def init(self, cx: Context) -> None:
+        """Called once before the first sample."""
+
+    def sample(self, cx: Context) -> None:
+        """Called every ``period_ms``: observe and act."""
+        raise NotImplementedError(f"{type(self).__name__} must implement sample()")

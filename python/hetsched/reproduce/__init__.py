@@ -1,0 +1,44 @@
+"""Reproductions of the seed papers' published results.
+
+``hetsched reproduce <id>`` (or ``all``) runs them and prints each published
+value beside the simulated one with a computed verdict; ``--scorecard`` writes
+the table to ``docs/validation.md``. See :mod:`hetsched.reproduce.framework`
+for how to add one; :mod:`hetsched.reproduce.li` is the worked example.
+"""
+
+from .framework import (
+    SCALES,
+    VERDICTS,
+    Outcome,
+    Reproduction,
+    Row,
+    UnknownReproductionError,
+    registry,
+    reproduction,
+    resolve_ids,
+    rows_table,
+    run_reproductions,
+    scorecard_markdown,
+    tolerance_text,
+    verdict_within,
+)
+
+# Importing a paper's module registers its reproductions.
+from . import li  # noqa: F401  isort: skip
+
+__all__ = [
+    "SCALES",
+    "VERDICTS",
+    "Outcome",
+    "Reproduction",
+    "Row",
+    "UnknownReproductionError",
+    "registry",
+    "reproduction",
+    "resolve_ids",
+    "rows_table",
+    "run_reproductions",
+    "scorecard_markdown",
+    "tolerance_text",
+    "verdict_within",
+]

@@ -1,0 +1,207 @@
+"""Results of one simulation run, as pandas DataFrames and plain dicts.
+
+The compiled core returns a run's results as one JSON document (see
+``hetsched._core.run``); :class:`Results` turns its row lists into DataFrames,
+prints a summary a newcomer can read, and writes everything to a folder:
+
+=================  =========================================================
+``summary.json``   run summary (makespan, energy, migrations ...) + warnings
+``tasks.csv``      one row per task (thread or vCPU) with its counters
+``programs.csv``   one row per program instance with its completion time
+``cpus.csv``       one row per CPU: busy and idle time, energy, ticks
+``scenario.json``  the resolved scenario (presets expanded, seed included)
+``trace.json``     Perfetto/Chrome trace, open in https://ui.perfetto.dev
+``trace.jsonl``    the typed trace events, one JSON object per line
+=================  =========================================================
+
+The two trace files are written only for runs made with ``trace=True``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import _core
+from ._text import number, seconds, table
+
+__all__ = ["Results"]
+
+
+class Results:
+    """The outcome of :func:`hetsched.run`.
+
+    Attributes:
+        summary: run-level numbers (``makespan_s``, ``energy_j``, ``migrations`` ...).
+        tasks: one row per task; ``run_s`` is CPU time, ``work_ms`` is work done in
+            reference milliseconds, ``run_s_by_type`` splits CPU time by CPU type.
+        programs: one row per program instance (``completion_s`` is NaN if unfinished).
+        cpus: one row per CPU (``utilization``, ``energy_j``, ``final_mhz`` ...).
+        trace: typed trace events (empty unless the run was traced).
+        warnings: what the core found questionable but ran anyway.
+        scenario: the resolved scenario, as a dict of the scenario-file schema.
+        raw_json: the JSON text this object was built from.
+    """
+
+    summary: dict[str, Any]
+    tasks: pd.DataFrame
+    programs: pd.DataFrame
+    cpus: pd.DataFrame
+    trace: list[dict[str, Any]]
+    warnings: list[str]
+    scenario: dict[str, Any]
+    raw_json: str
+
+    def __init__(self, raw_json: str) -> None:
+        data = json.loads(raw_json)
+        if not isinstance(data, dict):
+            raise ValueError("results JSON must be an object")
+        self.raw_json = raw_json
+        self.summary = dict(data.get("summary") or {})
+        self.tasks = _frame(data.get("tasks"))
+        self.programs = _frame(data.get("programs"))
+        self.cpus = _frame(data.get("cpus"))
+        self.trace = list(data.get("trace") or [])
+        self.warnings = [str(w) for w in data.get("warnings") or []]
+        self.scenario = dict(data.get("scenario") or {})
+
+    def summary_table(self) -> str:
+        """A plain-text account of the run: the headline numbers, then one line per
+        program instance and one per CPU type."""
+        s = self.summary
+        name = s.get("scenario") or self.scenario.get("name") or "(unnamed)"
+        lines = [f"hetsched run: {name}"]
+        facts: list[tuple[str, str]] = [
+            ("scheduler", str(s.get("scheduler", "-"))),
+            ("governor", str(s.get("governor", "-"))),
+            ("seed", str(s.get("seed", "-"))),
+            ("simulated time", seconds(s.get("sim_end_s"))),
+            ("makespan", seconds(s.get("makespan_s"))),
+            ("energy", _unit(s.get("energy_j"), "J")),
+            ("average power", _unit(s.get("avg_power_w"), "W")),
+            ("migrations", number(s.get("migrations"))),
+            ("context switches", number(s.get("context_switches"))),
+        ]
+        if s.get("deadline_misses"):
+            facts.append(("deadline misses", number(s.get("deadline_misses"))))
+        if "events" in s:
+            wall = f" in {seconds(s['wall_s'])} of wall time" if "wall_s" in s else ""
+            facts.append(("events", number(s.get("events")) + wall))
+        width = max(len(k) for k, _ in facts)
+        lines += [f"  {k.ljust(width)}  {v}" for k, v in facts]
+
+        if len(self.programs):
+            lines += ["", "programs"]
+            rows = [
+                [
+                    r.get("program", "-"),
+                    r.get("instance", "-"),
+                    r.get("threads", "-"),
+                    seconds(r.get("completion_s"))
+                    if _finite(r.get("completion_s"))
+                    else "unfinished",
+                ]
+                for r in self.programs.to_dict("records")
+            ]
+            lines.append(table(["program", "instance", "threads", "completion"], rows, "  "))
+
+        by_type = self.cpu_types()
+        if len(by_type):
+            lines += ["", "cpu types"]
+            rows = [
+                [
+                    r["type"],
+                    r["cpus"],
+                    f"{100.0 * r['utilization']:.1f} %",
+                    seconds(r["busy_s"]),
+                    _unit(r["energy_j"], "J"),
+                ]
+                for r in by_type.to_dict("records")
+            ]
+            lines.append(table(["type", "cpus", "utilisation", "busy", "energy"], rows, "  "))
+
+        if self.warnings:
+            lines += ["", "warnings"]
+            lines += [f"  - {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def cpu_types(self) -> pd.DataFrame:
+        """Per CPU type: number of CPUs, mean utilisation, busy time and energy."""
+        if "type" not in self.cpus.columns:
+            return pd.DataFrame()
+        cpus = self.cpus.copy()
+        for col in ("utilization", "busy_s", "energy_j"):
+            if col not in cpus.columns:
+                cpus[col] = float("nan")
+        grouped = cpus.groupby("type", sort=False)
+        return pd.DataFrame(
+            {
+                "cpus": grouped.size(),
+                "utilization": grouped["utilization"].mean(),
+                "busy_s": grouped["busy_s"].sum(),
+                "energy_j": grouped["energy_j"].sum(),
+            }
+        ).reset_index()
+
+    def save(self, out_dir: str | Path) -> Path:
+        """Write the result files (see the module doc) into ``out_dir``, creating it.
+        Returns the folder."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        summary = {**self.summary, "warnings": self.warnings}
+        _write_json(out / "summary.json", summary)
+        for name, frame in (
+            ("tasks", self.tasks),
+            ("programs", self.programs),
+            ("cpus", self.cpus),
+        ):
+            _csv_ready(frame).to_csv(out / f"{name}.csv", index=False)
+        _write_json(out / "scenario.json", self.scenario)
+        if self.trace:
+            (out / "trace.json").write_text(_core.chrome_trace(self.raw_json), encoding="utf-8")
+            with (out / "trace.jsonl").open("w", encoding="utf-8") as f:
+                for event in self.trace:
+                    f.write(json.dumps(event, separators=(",", ":")) + "\n")
+        return out
+
+    def __repr__(self) -> str:
+        return self.summary_table()
+
+    __str__ = __repr__
+
+
+def _frame(rows: Sequence[Mapping[str, Any]] | None) -> pd.DataFrame:
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame.from_records(list(rows))
+
+
+def _csv_ready(frame: pd.DataFrame) -> pd.DataFrame:
+    """Nested values (``run_s_by_type``) become JSON text so the CSV stays machine-readable."""
+    nested = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, dict | list)).any()]
+    if not nested:
+        return frame
+    frame = frame.copy()
+    for c in nested:
+        frame[c] = frame[c].map(
+            lambda v: json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
+        )
+    return frame
+
+
+def _write_json(path: Path, value: object) -> None:
+    path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and value == value and abs(value) != float("inf")
+
+
+def _unit(value: object, unit: str) -> str:
+    if not _finite(value):
+        return "-"
+    return f"{number(value)} {unit}"
