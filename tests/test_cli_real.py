@@ -5,20 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from hetsched import cli
 
-from conftest import FAKE_CORE, ROOT
-
-
-# Guard while the compiled core is being brought up: delete this fixture once
-# `make build` is part of every test run, so these tests can never be skipped.
-@pytest.fixture(autouse=True)
-def _needs_compiled_core() -> None:
-    if FAKE_CORE:
-        pytest.skip("needs the compiled hetsched._core (make build)")
-
+from conftest import ROOT
 
 BAD_CPU_TYPE = """
 name = "bad-cpu-type"

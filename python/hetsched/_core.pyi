@@ -5,7 +5,23 @@ crosses the boundary either as plain Python values or as JSON text, so the
 Python layer (``hetsched``) owns DataFrames, plotting and the CLI.
 """
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, final
+
+__all__ = [
+    "Context",
+    "HetschedError",
+    "PolicyError",
+    "Scenario",
+    "ScenarioError",
+    "SimulationError",
+    "__version__",
+    "chrome_trace",
+    "list_policies",
+    "list_presets",
+    "parse_scenario",
+    "run",
+    "schema",
+]
 
 __version__: str
 
@@ -25,6 +41,7 @@ class PolicyError(HetschedError):
 class SimulationError(HetschedError):
     """The engine detected a broken invariant (only with ``check=True``)."""
 
+@final
 class Scenario:
     """A parsed, validated and fully resolved scenario (presets expanded)."""
 
@@ -46,7 +63,7 @@ class Scenario:
 def parse_scenario(
     text: str,
     source: str = "<string>",
-    overrides: Sequence[tuple[str, str]] = (),
+    overrides: Sequence[tuple[str, str]] = ...,
     fmt: str = "toml",
 ) -> Scenario:
     """Parse scenario text (``fmt`` = ``"toml"`` or ``"json"``), apply
@@ -60,7 +77,7 @@ def run(
     trace: bool = False,
     check: bool = False,
     scheduler: Optional[Any] = None,
-    agents: Sequence[Any] = (),
+    agents: Sequence[Any] = ...,
     progress: Optional[Callable[[float, float], None]] = None,
 ) -> str:
     """Run a scenario and return its results as JSON text.
@@ -90,6 +107,7 @@ def chrome_trace(results_json: str) -> str:
     instant markers for migrations) built from a run's results JSON that was
     produced with ``trace=True``."""
 
+@final
 class Context:
     """What a Python policy sees and acts through during one callback. Valid
     only inside that callback; using it afterwards raises

@@ -811,10 +811,8 @@ fn build_parts(
     }
     let machine = build_machine(ms, classes, features)?;
     let (tasks, programs) = build_workload(&spec.workload, &machine)?;
-    if check_policies {
-        if !spec.scheduler.starts_with("python:") {
-            policy::make_scheduler(&spec.scheduler, &machine).map_err(|e| at("scheduler", e))?;
-        }
+    if check_policies && !spec.scheduler.starts_with("python:") {
+        policy::make_scheduler(&spec.scheduler, &machine).map_err(|e| at("scheduler", e))?;
     }
     policy::make_governor(&spec.governor, &machine).map_err(|e| at("governor", e))?;
     for (i, a) in spec.agents.iter().enumerate() {

@@ -4,6 +4,10 @@
 //! boundary as JSON text, errors become a small exception hierarchy, and
 //! policies written in Python are adapted to the core's traits.
 
+// pyo3's #[pymethods] expansion converts PyErr into PyErr, which newer clippy
+// flags on every method returning PyResult.
+#![allow(clippy::useless_conversion)]
+
 use hetsched_core::metrics::RunResults;
 use hetsched_core::policy::{Agent, Ctx, EnqFlags, Scheduler};
 use hetsched_core::scenario::{self, Format};
@@ -134,6 +138,7 @@ struct Context {
 }
 
 impl Context {
+    #[allow(clippy::mut_from_ref)] // see the SAFETY note: valid only during the callback
     fn cx(&self) -> PyResult<&mut Ctx<'static>> {
         if !self.valid.get() {
             return Err(PolicyError::new_err(
@@ -303,7 +308,7 @@ fn call_py<T>(
     convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>,
 ) -> Option<T> {
     Python::with_gil(|py| {
-        let ptr = cx as *mut Ctx as *mut Ctx<'static>;
+        let ptr: *mut Ctx<'static> = (cx as *mut Ctx<'_>).cast();
         let ctx = match Py::new(
             py,
             Context {
@@ -329,9 +334,13 @@ fn call_py<T>(
                     .and_then(|t| t.format().ok())
                     .map(|s| format!("\n{s}"))
                     .unwrap_or_default();
-                let now = cx.now;
+                let ty = e
+                    .get_type_bound(py)
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|_| "Exception".into());
                 cx.fail(format!(
-                    "Python callback {method}() raised at t={now}: {}{tb}",
+                    "Python callback {method}() raised {ty}: {}{tb}",
                     e.value_bound(py)
                 ));
                 None

@@ -20,6 +20,8 @@ pub struct Summary {
     /// Time at which the last program instance finished (None if some did not).
     pub makespan_s: Option<f64>,
     pub events: u64,
+    /// Events pushed into the queue, including stale ones that were dropped.
+    pub events_pushed: u64,
     pub wall_s: f64,
     pub events_per_sec: f64,
     /// CPUs plus platform base power, joules.
@@ -218,6 +220,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         sim_end_s: end_s,
         makespan_s: makespan,
         events: e.events,
+        events_pushed: e.events_pushed(),
         wall_s,
         events_per_sec: if wall_s > 0.0 {
             e.events as f64 / wall_s

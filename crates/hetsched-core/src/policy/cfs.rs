@@ -485,6 +485,9 @@ impl Scheduler for Cfs {
                 if self.is_idle(cx, p) {
                     return p;
                 }
+                if self.idle.is_empty() {
+                    return p; // nothing idle anywhere: no need to scan the LLC
+                }
                 // select_idle_sibling: scan the LLC, starting after prev.
                 let llc = self.levels[p]
                     .iter()

@@ -157,6 +157,7 @@ pub struct Engine {
     max_rate: f64,
     seed: u64,
     pending_mhz: Vec<u32>,
+    spare: Vec<Request>,
 }
 
 macro_rules! cx {
@@ -231,6 +232,7 @@ impl Engine {
             progs: s.programs,
             seed: s.seed,
             pending_mhz: vec![0; nd],
+            spare: Vec::new(),
         }
     }
 
@@ -249,6 +251,10 @@ impl Engine {
     /// Names of the agents.
     pub fn agent_names(&self) -> Vec<String> {
         self.agents.iter().map(|a| a.name().to_string()).collect()
+    }
+    /// Events pushed into the queue, stale ones included.
+    pub fn events_pushed(&self) -> u64 {
+        self.q.pushed()
     }
     /// Hash of every scheduling decision and state change of the run.
     pub fn trace_hash(&self) -> u64 {
@@ -457,10 +463,15 @@ impl Engine {
     // --------------------------------------------------------- callbacks
 
     fn apply(&mut self) -> Result<(), SimError> {
+        // Swap in a spare buffer so that the callbacks that applying a request
+        // triggers can record into `reqs` without reallocating every time.
         while !self.reqs.is_empty() {
-            let batch = std::mem::take(&mut self.reqs);
-            for r in batch {
+            let mut batch = std::mem::replace(&mut self.reqs, std::mem::take(&mut self.spare));
+            for r in batch.drain(..) {
                 self.apply_one(r)?;
+            }
+            if self.spare.capacity() < batch.capacity() {
+                self.spare = batch;
             }
         }
         Ok(())

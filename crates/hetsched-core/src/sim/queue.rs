@@ -43,16 +43,29 @@ pub enum EventClass {
 }
 
 struct Entry<E> {
-    time: SimTime,
-    class: EventClass,
-    seq: u64,
+    /// Event time.
+    time: u64,
+    /// Class in the top 8 bits, insertion sequence in the low 56.
+    order: u64,
     payload: E,
 }
 
 impl<E> Entry<E> {
     #[inline]
-    fn key(&self) -> (SimTime, EventClass, u64) {
-        (self.time, self.class, self.seq)
+    fn key(&self) -> (u64, u64) {
+        (self.time, self.order)
+    }
+    #[inline]
+    fn class(&self) -> EventClass {
+        match self.order >> 56 {
+            0 => EventClass::Hardware,
+            1 => EventClass::Completion,
+            2 => EventClass::Wake,
+            3 => EventClass::Timer,
+            4 => EventClass::Tick,
+            5 => EventClass::Sample,
+            _ => EventClass::End,
+        }
     }
 }
 
@@ -69,6 +82,7 @@ impl<E> PartialOrd for Entry<E> {
 }
 impl<E> Ord for Entry<E> {
     // BinaryHeap is a max-heap: reverse so the smallest key is on top.
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         other.key().cmp(&self.key())
     }
@@ -100,10 +114,10 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, time: SimTime, class: EventClass, payload: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        debug_assert!(seq < 1 << 56, "sequence overflow");
         self.heap.push(Entry {
-            time,
-            class,
-            seq,
+            time: time.0,
+            order: (class as u64) << 56 | seq,
             payload,
         });
     }
@@ -111,13 +125,15 @@ impl<E> EventQueue<E> {
     /// Remove and return the earliest event. O(log n).
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, EventClass, E)> {
-        self.heap.pop().map(|e| (e.time, e.class, e.payload))
+        self.heap
+            .pop()
+            .map(|e| (SimTime(e.time), e.class(), e.payload))
     }
 
     /// Time of the earliest event, if any. O(1).
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(|e| e.time)
+        self.heap.peek().map(|e| SimTime(e.time))
     }
 
     /// Number of queued events (stale ones included). O(1).
@@ -185,7 +201,7 @@ mod tests {
                 } else {
                     let got = q.pop();
                     let want = model.pop_first();
-                    prop_assert_eq!(got.map(|(t, c, p)| (t, c, p)), want.map(|((t, c, _), p)| (t, c, p)));
+                    prop_assert_eq!(got, want.map(|((t, c, _), p)| (t, c, p)));
                 }
                 prop_assert_eq!(q.len(), model.len());
                 prop_assert_eq!(q.peek_time(), model.keys().next().map(|k| k.0));
