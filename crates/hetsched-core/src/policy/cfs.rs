@@ -88,7 +88,7 @@ pub fn pinned_info() -> PolicyInfo {
         name: "pinned",
         kind: Kind::Scheduler,
         doc: "CFS per CPU with no migration: each task runs where its affinity pins it (the least loaded allowed CPU at its first placement); the papers' ACMP baseline",
-        params: params().into_iter().filter(|p| p.name != "balance").collect(),
+        params: params().into_iter().filter(|p| p.name != "balance" && p.name != "busy_factor").collect(),
     }
 }
 
@@ -174,7 +174,7 @@ impl Cfs {
         let min_gran = ms("min_granularity_ms", 750)?;
         let wakeup_gran = ms("wakeup_granularity_ms", 1000)?;
         let balance = if pinned { false } else { p.bool("balance")? };
-        let busy_factor = p.f64("busy_factor", 1.0, 1024.0)? as u64;
+        let busy_factor = if pinned { 16 } else { p.f64("busy_factor", 1.0, 1024.0)? as u64 };
         let mut full = String::from(name);
         if !ps.params.is_empty() {
             let parts: Vec<String> = ps.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
