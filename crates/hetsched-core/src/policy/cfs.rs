@@ -174,7 +174,11 @@ impl Cfs {
         let min_gran = ms("min_granularity_ms", 750)?;
         let wakeup_gran = ms("wakeup_granularity_ms", 1000)?;
         let balance = if pinned { false } else { p.bool("balance")? };
-        let busy_factor = if pinned { 16 } else { p.f64("busy_factor", 1.0, 1024.0)? as u64 };
+        let busy_factor = if pinned {
+            16
+        } else {
+            p.f64("busy_factor", 1.0, 1024.0)? as u64
+        };
         let mut full = String::from(name);
         if !ps.params.is_empty() {
             let parts: Vec<String> = ps.params.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -42,6 +42,22 @@ pub enum EventClass {
     End = 6,
 }
 
+impl EventClass {
+    /// The class with this index (indices past the last map to `End`).
+    #[inline]
+    pub fn from_index(i: u8) -> EventClass {
+        match i {
+            0 => EventClass::Hardware,
+            1 => EventClass::Completion,
+            2 => EventClass::Wake,
+            3 => EventClass::Timer,
+            4 => EventClass::Tick,
+            5 => EventClass::Sample,
+            _ => EventClass::End,
+        }
+    }
+}
+
 struct Entry<E> {
     /// Event time.
     time: u64,
@@ -57,15 +73,7 @@ impl<E> Entry<E> {
     }
     #[inline]
     fn class(&self) -> EventClass {
-        match self.order >> 56 {
-            0 => EventClass::Hardware,
-            1 => EventClass::Completion,
-            2 => EventClass::Wake,
-            3 => EventClass::Timer,
-            4 => EventClass::Tick,
-            5 => EventClass::Sample,
-            _ => EventClass::End,
-        }
+        EventClass::from_index((self.order >> 56) as u8)
     }
 }
 
@@ -162,15 +170,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn class_of(c: u8) -> EventClass {
-        match c % 7 {
-            0 => EventClass::Hardware,
-            1 => EventClass::Completion,
-            2 => EventClass::Wake,
-            3 => EventClass::Timer,
-            4 => EventClass::Tick,
-            5 => EventClass::Sample,
-            _ => EventClass::End,
-        }
+        EventClass::from_index(c % 7)
     }
 
     #[test]
