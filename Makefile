@@ -24,10 +24,11 @@ PIP := $(VBIN)/pip
 
 venv: $(VENV)/.stamp
 
-$(VENV)/.stamp: pyproject.toml
+$(VENV)/.stamp: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
-	$(PIP) install "maturin>=1.5,<2" pytest hypothesis mypy ruff numpy pandas matplotlib tqdm
+	$(PIP) install maturin==1.16.0 pytest==9.2.0 hypothesis==6.170.15 mypy==2.4.1 ruff==0.17.6 \
+		numpy==2.4.6 pandas==3.1.1 matplotlib==3.11.2 tqdm==4.70.1
 	touch $@
 
 build: venv

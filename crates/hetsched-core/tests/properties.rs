@@ -44,11 +44,11 @@ fn scenario(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
     #[test]
     fn random_runs_keep_invariants_and_are_deterministic(
         cpus in proptest::collection::vec((0u32..4, 1u32..4, 1u32..3), 1..4),
-        progs in proptest::collection::vec((0u8..5, 1u32..9, 1u32..200, 0u32..20, -5i32..6, any::<bool>()), 1..5),
+        progs in proptest::collection::vec((0u8..5, 1u32..13, 1u32..3000, 0u32..20, -5i32..6, any::<bool>()), 1..6),
         sched in 0u8..3,
         seed in 0u64..1000,
     ) {
