@@ -140,3 +140,51 @@ def test_python_policy_runs_are_deterministic() -> None:
     a = hetsched.run(MIXED, scheduler=RoundRobin(slice_ms=4))
     b = hetsched.run(MIXED, scheduler=RoundRobin(slice_ms=4))
     assert a.summary["trace_hash"] == b.summary["trace_hash"]
+
+
+class Meddler(Agent):
+    """An agent that tries a scheduler-only request."""
+
+    name = "meddler"
+    period_ms = 10.0
+
+    def sample(self, cx):  # type: ignore[no-untyped-def]
+        cx.resched(0)
+
+
+def test_agents_may_not_use_scheduler_requests() -> None:
+    with pytest.raises(
+        PolicyError, match="agents act only through set_affinity, set_nice and set_frequency"
+    ):
+        hetsched.run(MIXED, agents=[Meddler()])
+
+
+FAULTING = {
+    "duration_s": 2.0,
+    "machine": {
+        "types": {"plain": {}, "vector": {"features": ["avx"]}},
+        "clusters": [{"type": "plain", "cores": 2}, {"type": "vector", "cores": 1}],
+    },
+    "workload": {"programs": [{"kind": "sequential", "work_ms": 50, "feature": "avx"}]},
+}
+
+
+class MovesOnFault(RoundRobin):
+    """Fault-and-migrate in a few lines: restrict the task to capable CPUs."""
+
+    name = "moves-on-fault"
+
+    def on_fault(self, cx, task, cpu, feature):  # type: ignore[no-untyped-def]
+        assert feature == "avx"
+        capable = [c for c in range(cx.ncpus) if cx.cpu_type(c) == "vector"]
+        cx.set_affinity(task, capable)
+        return True
+
+
+def test_python_scheduler_can_handle_isa_faults() -> None:
+    killed = hetsched.run(FAULTING, scheduler=RoundRobin())
+    assert killed.summary["tasks_killed"] == 1  # the Linux outcome: SIGILL
+    moved = hetsched.run(FAULTING, scheduler=MovesOnFault(), check=True)
+    assert moved.summary["tasks_killed"] == 0
+    assert moved.summary["programs_completed"] == 1
+    assert moved.tasks["run_s_by_type"][0] == {"vector": pytest.approx(0.05)}

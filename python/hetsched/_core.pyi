@@ -39,7 +39,8 @@ class PolicyError(HetschedError):
     time."""
 
 class SimulationError(HetschedError):
-    """The engine detected a broken invariant (only with ``check=True``)."""
+    """The engine detected a broken invariant (checked after every event with
+    ``check=True``; time order is always checked)."""
 
 @final
 class Scenario:
@@ -104,8 +105,8 @@ def list_presets() -> list[dict[str, str]]:
 
 def chrome_trace(results_json: str) -> str:
     """Perfetto/Chrome trace JSON (one track per CPU, a slice per run interval,
-    instant markers for migrations) built from a run's results JSON that was
-    produced with ``trace=True``."""
+    instant markers for migrations, ISA faults and frequency changes) built
+    from a run's results JSON that was produced with ``trace=True``."""
 
 @final
 class Context:
@@ -134,7 +135,8 @@ class Context:
     def task_affinity(self, task: int) -> list[int]: ...
     def task_nice(self, task: int) -> int: ...
     def task_weight(self, task: int) -> int: ...
-    def task_program(self, task: int) -> str: ...
+    def task_program(self, task: int) -> int:
+        """Index of the task's program in the scenario's workload."""
     def task_class(self, task: int) -> str: ...
     def task_runtime_ns(self, task: int) -> int: ...
     def task_deadline_ns(self, task: int) -> Optional[int]: ...

@@ -253,7 +253,9 @@ def _count_cpus(machine: dict[str, Any]) -> int | str:
         return len(cpus)
     clusters = machine.get("clusters") or []
     if clusters:
-        return sum(int(c.get("cores", 1)) * int(c.get("smt", 1)) for c in clusters)
+        return sum(
+            int(c.get("count", 1)) * int(c.get("cores", 1)) * int(c.get("smt", 1)) for c in clusters
+        )
     return "?"
 
 

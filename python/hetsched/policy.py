@@ -44,12 +44,15 @@ class Scheduler:
       changed).
     - When a running task is preempted (``cx.resched`` on its CPU, or a tick
       that asked for it) the engine calls ``stopping(cx, task, cpu,
-      runnable=True)`` and then ``enqueue(cx, task, cpu, flags="preempted")``.
+      runnable=True)`` and then ``enqueue(cx, task, task_cpu, flags)`` with
+      ``flags="preempted"`` (same CPU), ``"migrated"`` (a ``cx.migrate`` moved
+      it while it ran) or ``"affinity"`` (its new affinity excludes the CPU).
       When it blocks, sleeps or exits it calls ``stopping(..., runnable=False)``
       and does not enqueue it.
-    - ``dequeue(cx, task, cpu)`` removes a queued task that must leave the
-      queues without running (for example when it is migrated or its affinity
-      changes); it is usually enqueued again right after.
+    - ``dequeue(cx, task, cpu)`` removes a queued task whose new affinity
+      excludes ``cpu``; the engine then calls ``select_cpu`` and ``enqueue``
+      with ``flags="affinity"``. (A policy that moves a queued task itself
+      updates its own queues and calls ``cx.migrate``.)
     - ``pick_next(cx, cpu)`` chooses the next task for ``cpu`` or returns
       ``None``. It must remove the task it returns from the policy's own
       queues; the engine then calls ``running(cx, task, cpu)``.
@@ -106,6 +109,12 @@ class Scheduler:
 
     def reweight(self, cx: Context, task: int) -> None:
         """The nice value, and so the weight, of ``task`` changed."""
+
+    def on_fault(self, cx: Context, task: int, cpu: int, feature: str) -> bool:
+        """``task`` needs ISA ``feature`` that ``cpu`` lacks. Return True after
+        moving it (``cx.set_affinity`` to CPUs that have the feature); the
+        default, False, gives the Linux outcome: the task is killed (SIGILL)."""
+        return False
 
 
 class Agent:

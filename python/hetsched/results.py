@@ -6,7 +6,7 @@ prints a summary a newcomer can read, and writes everything to a folder:
 
 =================  =========================================================
 ``summary.json``   run summary (makespan, energy, migrations ...) + warnings
-``tasks.csv``      one row per task (thread or vCPU) with its counters
+``tasks.csv``      one row per task (thread) with its counters
 ``programs.csv``   one row per program instance with its completion time
 ``cpus.csv``       one row per CPU: busy and idle time, energy, ticks
 ``scenario.json``  the resolved scenario (presets expanded, seed included)
@@ -39,7 +39,7 @@ class Results:
         summary: run-level numbers (``makespan_s``, ``energy_j``, ``migrations`` ...).
         tasks: one row per task; ``run_s`` is CPU time, ``work_ms`` is work done in
             reference milliseconds, ``run_s_by_type`` splits CPU time by CPU type.
-        programs: one row per program instance (``completion_s`` is NaN if unfinished).
+        programs: one row per completed program instance.
         cpus: one row per CPU (``utilization``, ``energy_j``, ``final_mhz`` ...).
         trace: typed trace events (empty unless the run was traced).
         warnings: what the core found questionable but ran anyway.

@@ -387,7 +387,8 @@ pub struct ProgramSpec {
     /// Memory intensity: fraction of reference time stalled on memory, [0, 1).
     #[serde(default)]
     pub mem: f64,
-    /// Instructions per cycle at the reference clock without stalls.
+    /// Instructions per cycle at reference speed (capacity 1024 at the
+    /// reference clock), memory stalls included.
     #[serde(default = "d_ipc")]
     pub ipc: f64,
     /// Last-level cache references per instruction.
@@ -816,9 +817,13 @@ fn build_parts(
     }
     policy::make_governor(&spec.governor, &machine).map_err(|e| at("governor", e))?;
     for (i, a) in spec.agents.iter().enumerate() {
-        if !a.starts_with("python:") {
-            policy::make_agent(a, &machine).map_err(|e| at(format!("agents[{i}]"), e))?;
+        if a.starts_with("python:") {
+            return Err(at(
+                format!("agents[{i}]"),
+                format!("\"{a}\": agents written in Python are passed to hetsched.run(agents=[...]), not named in the scenario"),
+            ));
         }
+        policy::make_agent(a, &machine).map_err(|e| at(format!("agents[{i}]"), e))?;
     }
     Ok((machine, tasks, programs))
 }
@@ -1310,6 +1315,7 @@ fn build_workload(ws: &WorkloadSpec, m: &Machine) -> Result<(Vec<Task>, Vec<Prog
             instance_start: SimTime::ZERO,
             live: 0,
             params: vec![],
+            barrier_size: threads,
             barrier_count: threads,
             barrier_waiting: vec![],
             chunks: 0,
@@ -1424,7 +1430,10 @@ fn build_workload(ws: &WorkloadSpec, m: &Machine) -> Result<(Vec<Task>, Vec<Prog
                 }
             }
             ProgramKind::Phases => {
-                let phases = p.phases.as_ref().expect("checked by kind table");
+                let phases = p
+                    .phases
+                    .as_ref()
+                    .ok_or_else(|| at(format!("{base}.phases"), "required for kind \"phases\""))?;
                 if phases.is_empty() {
                     return Err(at(
                         format!("{base}.phases"),
@@ -1518,6 +1527,7 @@ fn build_workload(ws: &WorkloadSpec, m: &Machine) -> Result<(Vec<Task>, Vec<Prog
                             ),
                         ));
                     }
+                    prog.barrier_size = bc;
                     prog.barrier_count = bc;
                 }
                 let ops: Arc<[Op]> = ops.into();

@@ -388,3 +388,33 @@ fn overrides_set_nested_paths() {
     .unwrap_err();
     assert!(e.to_string().contains("index 3 is out of range"), "{e}");
 }
+
+#[test]
+fn barrier_count_releases_groups_of_threads() {
+    // 4 threads, barriers of 2: a barrier releases as soon as two threads
+    // arrive, so the program finishes although the 4 never meet together.
+    // Each thread computes 10 ms on its own CPU: 10 ms in all.
+    let r = go(r#"
+duration_s = 1
+machine.preset = "smp-4"
+[[workload.programs]]
+kind = "phases"
+threads = 4
+barrier_count = 2
+phases = [{ compute_ms = 10 }, { barrier = true }]
+"#);
+    assert_eq!(r.summary.programs_completed, 1);
+    assert!((r.programs[0].completion_s - 0.010).abs() < 1e-9);
+}
+
+#[test]
+fn more_bad_inputs() {
+    let cases = [
+        ("duration_s = 1\nmachine.preset = \"smp-4\"\n[[workload.programs]]\nkind = \"phases\"\n", "workload.programs[0].phases: required for kind \"phases\""),
+        ("duration_s = 1\nagents = [\"python:x:Y\"]\nmachine.preset = \"smp-4\"\n", "agents[0]: \"python:x:Y\": agents written in Python are passed to hetsched.run"),
+    ];
+    for (text, want) in cases {
+        let got = err(text);
+        assert!(got.contains(want), "want {want}\ngot {got}");
+    }
+}

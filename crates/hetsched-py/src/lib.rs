@@ -492,6 +492,32 @@ impl Scheduler for PyScheduler {
             |_| Ok(()),
         );
     }
+    fn on_fault(&mut self, cx: &mut Ctx, task: usize, cpu: usize, feature: usize) -> bool {
+        let name = cx
+            .machine
+            .features
+            .get(feature)
+            .cloned()
+            .unwrap_or_default();
+        call_py(
+            &self.obj,
+            cx,
+            "on_fault",
+            |py, c| {
+                tuple(
+                    py,
+                    vec![
+                        c.into_py(py),
+                        task.into_py(py),
+                        cpu.into_py(py),
+                        name.into_py(py),
+                    ],
+                )
+            },
+            |r| r.is_truthy(),
+        )
+        .unwrap_or(false)
+    }
     fn reweight(&mut self, cx: &mut Ctx, task: usize, _old: u32) {
         call_py(
             &self.obj,

@@ -62,7 +62,7 @@ fn params() -> Vec<ParamDef> {
         ParamDef {
             name: "balance",
             default: "true",
-            doc: "load balancing between CPUs (false = never migrate)",
+            doc: "load balancing between CPUs (false: no balancing; wake-up placement still chooses CPUs)",
         },
         ParamDef {
             name: "busy_factor",
@@ -495,6 +495,7 @@ impl Scheduler for Cfs {
                 // select_idle_sibling: scan the LLC, starting after prev.
                 let llc = self.levels[p]
                     .iter()
+                    .rev()
                     .find(|l| {
                         l.span
                             .iter()

@@ -520,6 +520,24 @@ impl Engine {
 
     fn apply_one(&mut self, r: Request) -> Result<(), SimError> {
         let n = self.m.ncpus();
+        // Agents act like a user-space daemon (affinity, nice, frequency);
+        // governors only set frequencies.
+        let allowed = match self.src {
+            Src::Sched => true,
+            Src::Agent(_) => matches!(
+                r,
+                Request::SetAffinity { .. }
+                    | Request::SetNice { .. }
+                    | Request::SetFrequency { .. }
+                    | Request::Fail(_)
+            ),
+            Src::Gov => matches!(r, Request::SetFrequency { .. } | Request::Fail(_)),
+        };
+        if !allowed {
+            return Err(self.policy_err(format!(
+                "{r:?} is not allowed: agents act only through set_affinity, set_nice and set_frequency, governors only through set_frequency"
+            )));
+        }
         let bad_cpu = |s: &Self, c: CpuId, what: &str| -> Option<SimError> {
             if c >= n {
                 Some(s.policy_err(format!(
@@ -1038,7 +1056,7 @@ impl Engine {
             prog.live = nthreads as u32;
             prog.chunks_left = prog.chunks;
             prog.barrier_waiting.clear();
-            prog.barrier_count = nthreads as u32;
+            prog.barrier_count = prog.barrier_size;
         }
         let rel = self.progs[p].rel_deadline;
         let periodic = self.progs[p].period > SimTime::ZERO;

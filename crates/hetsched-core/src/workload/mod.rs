@@ -37,7 +37,7 @@ pub struct ComputeParams {
     pub class: usize,
     /// Memory intensity: fraction of reference time stalled on memory.
     pub mem: f64,
-    /// Instructions per cycle at the reference clock with no stalls.
+    /// Instructions per cycle at reference speed, memory stalls included.
     pub ipc: f64,
     /// Last-level cache references per instruction.
     pub refs_per_instr: f64,
@@ -72,7 +72,9 @@ pub struct Program {
     pub live: u32,
     /// Compute parameter table.
     pub params: Vec<ComputeParams>,
-    /// Barrier participants (number of arrivals that release it).
+    /// Barrier participants per instance, from the scenario.
+    pub barrier_size: u32,
+    /// Barrier participants now (killed threads leave the barrier).
     pub barrier_count: u32,
     /// Threads waiting at the barrier.
     pub barrier_waiting: Vec<usize>,
