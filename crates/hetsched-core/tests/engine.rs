@@ -230,12 +230,14 @@ chunks = 40
 #[test]
 fn periodic_tasks_meet_deadlines_under_global_edf() {
     // Utilisation 3 × 0.5 = 1.5 on 2 CPUs: feasible; global EDF misses none
-    // for these harmonic periods.
+    // for these harmonic periods when migrations cost nothing (the textbook
+    // zero-overhead model; with cache refills the 5 ms jobs overrun).
     let r = go(r#"
 duration_s = 1
 scheduler = "global-edf"
 machine.preset = "smp-4"
 machine.clusters = [{ type = "core", cores = 2 }]
+machine.migration.enabled = false
 [[workload.programs]]
 kind = "periodic"
 threads = 3
@@ -417,4 +419,96 @@ fn more_bad_inputs() {
         let got = err(text);
         assert!(got.contains(want), "want {want}\ngot {got}");
     }
+}
+
+/// Two CPUs in separate LLCs (two clusters) or sharing one (one cluster).
+fn two_cpus(shared_llc: bool) -> &'static str {
+    if shared_llc {
+        "[machine.types.c]\n[[machine.clusters]]\ntype = \"c\"\ncores = 2\n"
+    } else {
+        "[machine.types.c]\n[[machine.clusters]]\ntype = \"c\"\ncores = 1\ncount = 2\n"
+    }
+}
+
+#[test]
+fn migration_cost_follows_the_cache_model() {
+    // Default model: across LLCs, min(ws, 4096 KiB) / 64 B lines × 27.466 ns;
+    // within an LLC, min(ws, 32 KiB) / 64 B × 8.008 ns.
+    let m = |shared: bool, ws: f64| {
+        let s = scn(&format!("duration_s = 1\n{}", two_cpus(shared)));
+        let setup = s.build(None, vec![]).unwrap();
+        setup.machine.migration.cost(&setup.machine, 0, 1, ws).0
+    };
+    // 4 MiB across caches: 65 536 lines × 1.8e6/65 536 ns = 1.8 ms.
+    assert_eq!(m(false, 4096.0), 1_800_000);
+    // 512 KiB across caches: 8 192 lines × 27.466 ns = 225 µs.
+    assert_eq!(m(false, 512.0), 225_000);
+    // Shared LLC: only 32 KiB (512 lines × 8.008 ns = 4.1 µs), whatever the set.
+    assert_eq!(m(true, 4096.0), 4_100);
+    assert_eq!(m(true, 512.0), 4_100);
+}
+
+#[test]
+fn fault_and_migrate_moves_and_returns_after_t_ticks() {
+    // CPU 0 lacks "sse4" (the big core), CPU 1 has it. A thread whose only
+    // phase needs sse4 starts on CPU 0 (lowest id), faults, runs on CPU 1;
+    // with T = 2 it goes back after 2 ticks (8 ms), faults again, and so on:
+    // about one fault per 8 ms of run time.
+    let text = r#"
+duration_s = 1
+scheduler = "cfs[fam=true, fam_ticks=2]"
+[machine.types.big]
+[machine.types.small]
+features = ["sse4"]
+[[machine.clusters]]
+type = "big"
+[[machine.clusters]]
+type = "small"
+[[workload.programs]]
+kind = "sequential"
+work_ms = 200
+feature = "sse4"
+working_set_kb = 0
+"#;
+    let r = go(text);
+    let t = &r.tasks[0];
+    assert!(t.killed.is_none(), "{:?}", t.killed);
+    // 200 ms of work, all on the small core (the big one faults at once).
+    assert!(
+        (t.run_s_by_type["small"] - 0.2).abs() < 0.001,
+        "{:?}",
+        t.run_s_by_type
+    );
+    // One fault per 2 ticks: ~ 200 ms / 8 ms = 25 faults.
+    assert!((24..=26).contains(&t.faults), "faults {}", t.faults);
+    assert_eq!(
+        t.migrations,
+        2 * t.faults - 1,
+        "there and back for each fault but the last"
+    );
+    // Without fault-and-migrate: SIGILL with its reason.
+    let r = go(&text.replace("cfs[fam=true, fam_ticks=2]", "cfs"));
+    assert!(r.tasks[0]
+        .killed
+        .as_deref()
+        .unwrap()
+        .contains("does not migrate on faults"));
+    // Pinned away from every capable CPU: SIGILL with that reason.
+    let r = go(&text.replace("working_set_kb = 0", "working_set_kb = 0\naffinity = [0]"));
+    assert!(r.tasks[0]
+        .killed
+        .as_deref()
+        .unwrap()
+        .contains("excludes every cpu that has it"));
+}
+
+#[test]
+fn fam_ticks_zero_is_refused() {
+    let e = err(
+        "scheduler = \"cfs[fam=true, fam_ticks=0]\"\nduration_s = 1\nmachine.preset = \"smp-4\"\n",
+    );
+    assert!(
+        e.contains("cfs[fam_ticks]: 0 is out of range") && e.contains("at least 1"),
+        "{e}"
+    );
 }

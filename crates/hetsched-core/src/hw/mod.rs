@@ -79,6 +79,10 @@ pub struct CpuType {
     pub power: PowerModel,
     /// Time a frequency change takes to apply.
     pub freq_transition: SimTime,
+    /// Performance rating at the highest P-state (Li et al. §4.1), if given;
+    /// otherwise the rating is measured from the capacity (the "boot
+    /// benchmark": a reference program's speed on this type).
+    pub rating: Option<f64>,
 }
 
 impl CpuType {
@@ -133,6 +137,46 @@ pub struct FreqDomain {
     pub ty: usize,
 }
 
+/// Cache-refill cost of a migration (Li et al. §6.1): after moving, a thread
+/// refills the caches it does not share with its previous CPU. Between CPUs
+/// of one core (SMT) nothing is refilled; within a shared LLC the private
+/// cache is refilled from the LLC; across LLCs the working set (up to the LLC
+/// size) is refilled from memory. Cost = lines × per-line time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MigrationModel {
+    /// Whether migrations cost anything.
+    pub enabled: bool,
+    /// Cache line size, bytes.
+    pub line_bytes: f64,
+    /// Private (per-core) cache size, KiB.
+    pub private_kb: f64,
+    /// Last-level cache size, KiB.
+    pub llc_kb: f64,
+    /// Refill time per line from memory, ns.
+    pub mem_line_ns: f64,
+    /// Refill time per line from the shared LLC, ns.
+    pub llc_line_ns: f64,
+}
+
+impl MigrationModel {
+    /// Refill time of a working set of `ws_kb` KiB moving from CPU `a` to `b`.
+    pub fn cost(&self, m: &Machine, a: CpuId, b: CpuId, ws_kb: f64) -> SimTime {
+        if !self.enabled || a == b {
+            return SimTime::ZERO;
+        }
+        let (ca, cb) = (&m.cpus[a], &m.cpus[b]);
+        if ca.core == cb.core {
+            return SimTime::ZERO;
+        }
+        let (kb, per_line) = if ca.llc == cb.llc {
+            (ws_kb.min(self.private_kb), self.llc_line_ns)
+        } else {
+            (ws_kb.min(self.llc_kb), self.mem_line_ns)
+        };
+        SimTime::from_ns_f64(kb * 1024.0 / self.line_bytes * per_line)
+    }
+}
+
 /// The whole machine.
 #[derive(Clone, Debug)]
 pub struct Machine {
@@ -154,6 +198,11 @@ pub struct Machine {
     pub classes: Vec<String>,
     /// Interned ISA feature names (bit i of a type's mask).
     pub features: Vec<String>,
+    /// Cache-refill cost of migrations.
+    pub migration: MigrationModel,
+    /// CPU time a thread loses to the trap of an ISA fault (undefined-opcode
+    /// fault, kernel entry, handler), charged when it next runs.
+    pub fault_trap: SimTime,
 }
 
 impl Machine {
@@ -187,6 +236,15 @@ impl Machine {
             * c.duty_cycle
             * t.speedup(class)
             * smt
+    }
+
+    /// Performance of CPU `cpu` at `mhz` for ratings: the type's given rating
+    /// or its capacity, scaled by frequency and duty cycle (so DVFS scales it).
+    pub fn perf(&self, cpu: CpuId, mhz: u32) -> f64 {
+        let c = &self.cpus[cpu];
+        let t = &self.types[c.ty];
+        let base = t.rating.unwrap_or(t.capacity as f64);
+        base * (mhz as f64 / t.fmax() as f64) * c.duty_cycle
     }
 }
 
@@ -259,6 +317,7 @@ mod tests {
                 stall_activity: 0.0,
             },
             freq_transition: SimTime::ZERO,
+            rating: None,
         };
         // 0.5*1.2 + 2.0*1.44*2.0*1.0 = 0.6 + 5.76 = 6.36 W
         assert!((busy_power(&t, &t.pstates[0], 1.0, 1.0) - 6.36).abs() < 1e-12);

@@ -60,6 +60,11 @@ pub struct TaskRow {
     pub csw_voluntary: u64,
     pub csw_involuntary: u64,
     pub migrations: u64,
+    /// ISA faults taken, and per second of run time.
+    pub faults: u64,
+    pub faults_per_s: f64,
+    /// Time lost refilling caches after migrations and in fault traps.
+    pub stall_s: f64,
     pub jobs: u64,
     pub deadline_misses: u64,
     pub max_response_ms: f64,
@@ -151,6 +156,13 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 csw_voluntary: t.c.csw_voluntary,
                 csw_involuntary: t.c.csw_involuntary,
                 migrations: t.c.migrations,
+                faults: t.c.faults,
+                faults_per_s: if t.c.run_ns > 0 {
+                    t.c.faults as f64 / (t.c.run_ns as f64 * 1e-9)
+                } else {
+                    0.0
+                },
+                stall_s: t.c.stall_ns as f64 * 1e-9,
                 jobs: t.c.jobs,
                 deadline_misses: t.c.deadline_misses,
                 max_response_ms: t.c.max_response_ns as f64 * 1e-6,

@@ -135,6 +135,10 @@ pub struct Counters {
     pub max_response_ns: u64,
     /// Run time per CPU type (index = type id).
     pub run_ns_by_type: Vec<u64>,
+    /// ISA faults taken.
+    pub faults: u64,
+    /// Time spent refilling caches after migrations (and in fault traps).
+    pub stall_ns: u64,
 }
 
 /// A thread.
@@ -188,6 +192,10 @@ pub struct Task {
     pub end: Option<SimTime>,
     /// Why it ended, if not normally (e.g. a SIGILL outcome).
     pub kill_reason: Option<String>,
+    /// No progress before this time (cache refill after a migration, trap).
+    pub stall_until: SimTime,
+    /// Stall owed at the next start on a CPU (a fault trap), ns.
+    pub pending_stall: u64,
     /// Counters.
     pub c: Counters,
 }

@@ -33,6 +33,7 @@
 //! PELT average; cache-hot and NUMA-fault heuristics are not modelled; no
 //! group scheduling (every task is a top-level entity).
 
+use super::fam::{BackPolicy, FaultMigrate};
 use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
@@ -68,6 +69,17 @@ fn params() -> Vec<ParamDef> {
             name: "busy_factor",
             default: "16",
             doc: "periodic-balance interval multiplier on busy CPUs",
+        },
+        ParamDef {
+            name: "fam",
+            default: "false",
+            doc: "fault-and-migrate (Li et al. §5.2): on an ISA fault move the thread to a capable CPU instead of SIGILL",
+        },
+        ParamDef { name: "fam_ticks", default: "1", doc: "T: ticks on the new core before migrating back" },
+        ParamDef {
+            name: "fam_policy",
+            default: "1",
+            doc: "migrate-back policy: 1 = after T ticks, 2 = after T ticks without the feature",
         },
     ]
 }
@@ -140,6 +152,7 @@ pub struct Cfs {
     levels: Vec<Vec<Level>>,
     next_balance: Vec<Vec<SimTime>>,
     idle: BTreeSet<CpuId>,
+    fam: FaultMigrate,
 }
 
 /// `delta × 1024 / weight`, the kernel's `calc_delta_fair`.
@@ -179,6 +192,18 @@ impl Cfs {
         } else {
             p.f64("busy_factor", 1.0, 1024.0)? as u64
         };
+        let fam_ticks = p.f64("fam_ticks", 1.0, 1e6).map_err(|e| {
+            if e.contains("out of range") {
+                format!("{e} (T counts ticks and must be at least 1)")
+            } else {
+                e
+            }
+        })? as u32;
+        let fam_policy = match p.choice("fam_policy", &["1", "2"])?.as_str() {
+            "2" => BackPolicy::TicksWithoutFeature,
+            _ => BackPolicy::Ticks,
+        };
+        let fam = FaultMigrate::new(p.bool("fam")?, fam_ticks, fam_policy);
         let mut full = String::from(name);
         if !ps.params.is_empty() {
             let parts: Vec<String> = ps.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -203,6 +228,7 @@ impl Cfs {
             levels,
             next_balance,
             idle: (0..n).collect(),
+            fam,
         })
     }
 
@@ -314,7 +340,8 @@ impl Cfs {
     }
 
     fn sync_tick(&self, cx: &mut Ctx, cpu: CpuId) {
-        cx.want_tick(cpu, self.rqs[cpu].nr >= 2);
+        let away = self.rqs[cpu].curr.is_some_and(|t| self.fam.is_away(t));
+        cx.want_tick(cpu, self.rqs[cpu].nr >= 2 || away);
     }
 
     /// Least loaded allowed online CPU (ties: lowest id).
@@ -649,9 +676,30 @@ impl Scheduler for Cfs {
                 }
             }
         }
+        if self.fam.is_away(t) {
+            if let Some((original, home)) = self.fam.tick(cx, t, cpu) {
+                // Migrate back (policy 1 or 2): restore the affinity and move
+                // to the least loaded CPU of the original type.
+                cx.set_affinity(t, original);
+                let dst = home.iter().copied().min_by_key(|&c| (self.rqs[c].load, c));
+                if let Some(dst) = dst {
+                    cx.migrate(t, dst);
+                }
+                self.sync_tick(cx, cpu);
+                return;
+            }
+        }
         if self.balance {
             self.tick_balance(cx, cpu);
         }
+    }
+
+    fn on_fault(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, feature: usize) -> bool {
+        let handled = self.fam.on_fault(cx, t, cpu, feature);
+        if handled {
+            self.sync_tick(cx, cpu);
+        }
+        handled
     }
 
     fn reweight(&mut self, _cx: &mut Ctx, t: TaskId, _old: u32) {

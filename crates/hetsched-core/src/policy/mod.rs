@@ -27,6 +27,7 @@
 
 pub mod cfs;
 pub mod edf;
+pub mod fam;
 pub mod governors;
 
 use crate::hw::{CpuId, Machine};
@@ -125,6 +126,7 @@ pub struct Ctx<'a> {
     pub(crate) current: &'a [Option<TaskId>],
     pub(crate) online: &'a [bool],
     pub(crate) domain_mhz: &'a [u32],
+    pub(crate) progs: &'a [crate::workload::Program],
     pub(crate) reqs: &'a mut Vec<Request>,
     pub(crate) rng: &'a mut rand_pcg::Pcg64Mcg,
     pub(crate) obs: &'a [Observation],
@@ -174,6 +176,28 @@ impl<'a> Ctx<'a> {
         let t = self.machine.ty(cpu);
         // compute_speed includes the class-0 speedup; divide it out.
         (s / t.speedup(0) * 1024.0).round() as u32
+    }
+    /// Performance rating of `cpu` now (Li et al. §4.1): its type's rating
+    /// (or capacity) scaled by its current frequency and duty cycle,
+    /// normalised to the slowest CPU of the machine (rating 1.0).
+    pub fn rating(&self, cpu: CpuId) -> f64 {
+        let m = self.machine;
+        let min = (0..m.ncpus())
+            .map(|c| m.perf(c, self.cpu_mhz(c)))
+            .fold(f64::INFINITY, f64::min);
+        m.perf(cpu, self.cpu_mhz(cpu)) / min
+    }
+    /// The ISA feature the task's current phase needs, if any.
+    pub fn task_feature(&self, t: TaskId) -> Option<usize> {
+        let task = &self.tasks[t];
+        self.progs[task.program]
+            .params
+            .get(task.param as usize)
+            .and_then(|p| p.feature)
+    }
+    /// Whether `cpu` has ISA feature `feature`.
+    pub fn has_feature(&self, cpu: CpuId, feature: usize) -> bool {
+        self.machine.ty(cpu).features & (1u64 << feature) != 0
     }
     /// A deterministic random number from the run's seeded generator.
     pub fn random_u64(&mut self) -> u64 {

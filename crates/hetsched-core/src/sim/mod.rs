@@ -169,6 +169,7 @@ macro_rules! cx {
             current: &$s.current,
             online: &$s.online,
             domain_mhz: &$s.dom_mhz,
+            progs: &$s.progs,
             reqs: &mut $s.reqs,
             rng: &mut $s.rng,
             obs: &[],
@@ -340,7 +341,11 @@ impl Engine {
             let hw = &self.m.cpus[cpu];
             let ghz = self.dom_mhz[hw.domain] as f64 / 1000.0 * hw.duty_cycle;
             let task = &mut self.tasks[t];
-            let done = (rate * dt as f64).min(task.remaining);
+            // A stalled task (refilling caches, in a trap) makes no progress.
+            let from = self.now.0 - dt;
+            let stalled = task.stall_until.0.clamp(from, self.now.0) - from;
+            task.c.stall_ns += stalled;
+            let done = (rate * (dt - stalled) as f64).min(task.remaining);
             task.remaining -= done;
             task.c.work_done += done;
             let p = &self.progs[task.program].params[task.param as usize];
@@ -382,11 +387,12 @@ impl Engine {
                 } else {
                     (task.remaining / rate).ceil() as u64
                 };
+                let start = self.now.max(task.stall_until);
                 let c = &mut self.cpus[cpu];
                 c.rate = rate;
                 c.power = power;
                 self.q.push(
-                    self.now + SimTime(dt),
+                    start + SimTime(dt),
                     EventClass::Completion,
                     Ev::Complete {
                         cpu: cpu as u32,
@@ -756,8 +762,12 @@ impl Engine {
         self.sync(cpu);
         self.set_state(t, TaskState::Running);
         let last = self.tasks[t].last_ran;
+        let mut stall = std::mem::take(&mut self.tasks[t].pending_stall);
         if let Some(prev) = last {
             if prev != cpu {
+                let task = &self.tasks[t];
+                let ws = self.progs[task.program].params[task.param as usize].working_set_kb;
+                stall += self.m.migration.cost(&self.m, prev, cpu, ws).0;
                 self.tasks[t].c.migrations += 1;
                 let t_ns = self.now.0;
                 self.emit(2, t as u64, prev as u64, cpu as u64, || {
@@ -772,6 +782,9 @@ impl Engine {
         }
         self.tasks[t].last_ran = Some(cpu);
         self.tasks[t].cpu = cpu;
+        if stall > 0 {
+            self.tasks[t].stall_until = self.now + SimTime(stall);
+        }
         self.current[cpu] = Some(t);
         self.cpus[cpu].run_since = self.now;
         self.src = Src::Sched;
@@ -802,6 +815,8 @@ impl Engine {
         if task.remaining <= 0.0 || self.m.ty(cpu).features & (1u64 << f) != 0 {
             return Ok(true);
         }
+        self.tasks[t].c.faults += 1;
+        self.tasks[t].pending_stall += self.m.fault_trap.0;
         self.src = Src::Sched;
         let handled = self.sched.on_fault(cx!(self), t, cpu, f);
         self.apply()?;
@@ -822,11 +837,23 @@ impl Engine {
             self.refresh(cpu);
             return Ok(false);
         }
-        let reason = format!(
-            "SIGILL: needs ISA feature \"{}\" that cpu {cpu} ({}) lacks",
-            self.m.features[f],
-            self.m.ty(cpu).name
-        );
+        let fname = &self.m.features[f];
+        let capable: Vec<CpuId> = (0..self.m.ncpus())
+            .filter(|&c| self.m.ty(c).features & (1u64 << f) != 0)
+            .collect();
+        let reason = if capable.is_empty() {
+            format!("SIGILL: needs ISA feature \"{fname}\", which no cpu of the machine has")
+        } else if !capable.iter().any(|&c| self.tasks[t].affinity.contains(c)) {
+            format!(
+                "SIGILL: needs ISA feature \"{fname}\", but its affinity {:?} excludes every cpu that has it {capable:?}",
+                self.tasks[t].affinity.to_vec(self.m.ncpus())
+            )
+        } else {
+            format!(
+                "SIGILL: needs ISA feature \"{fname}\" that cpu {cpu} ({}) lacks, and the scheduler does not migrate on faults",
+                self.m.ty(cpu).name
+            )
+        };
         self.kill(t, reason)?;
         Ok(false)
     }
@@ -837,6 +864,12 @@ impl Engine {
     fn stop_running(&mut self, cpu: CpuId, runnable: bool) -> Result<TaskId, SimError> {
         let t = self.current[cpu].expect("stop_running on idle cpu");
         self.sync(cpu);
+        // A stall cut short by preemption is owed at the next start.
+        let owed = self.tasks[t].stall_until.since(self.now).0;
+        if owed > 0 {
+            self.tasks[t].pending_stall += owed;
+            self.tasks[t].stall_until = self.now;
+        }
         let start = self.cpus[cpu].run_since;
         let t_ns = start.0;
         let end_ns = self.now.0;
@@ -1471,6 +1504,7 @@ impl Engine {
                         current: &self.current,
                         online: &self.online,
                         domain_mhz: &self.dom_mhz,
+                        progs: &self.progs,
                         reqs: &mut self.reqs,
                         rng: &mut self.rng,
                         obs: &obs,
