@@ -20,11 +20,12 @@ from .framework import (
     run_reproductions,
     scorecard_markdown,
     tolerance_text,
+    verdict_trend,
     verdict_within,
 )
 
 # Importing a paper's module registers its reproductions.
-from . import li  # noqa: F401  isort: skip
+from . import li, li_isa  # noqa: F401  isort: skip
 
 __all__ = [
     "SCALES",
@@ -40,5 +41,6 @@ __all__ = [
     "run_reproductions",
     "scorecard_markdown",
     "tolerance_text",
+    "verdict_trend",
     "verdict_within",
 ]

@@ -46,6 +46,7 @@ __all__ = [
     "run_reproductions",
     "scorecard_markdown",
     "tolerance_text",
+    "verdict_trend",
     "verdict_within",
 ]
 
@@ -141,6 +142,13 @@ def verdict_within(
     if not math.isnan(distance) and distance <= allowed:
         return "match"
     return "trend" if trend_ok else "differs"
+
+
+def verdict_trend(holds: bool) -> str:
+    """Verdict of a claim that is only an ordering or a sign ("gets slower as
+    T grows"): ``"match"`` when the computed ordering holds, else
+    ``"differs"``."""
+    return "match" if holds else "differs"
 
 
 def tolerance_text(rel_tol: float | None = None, abs_tol: float | None = None) -> str:
