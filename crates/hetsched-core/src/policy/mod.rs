@@ -26,6 +26,7 @@
 //! * ticks arrive only on busy CPUs that asked for them ([`Ctx::want_tick`]).
 
 pub mod cfs;
+pub mod dwrr;
 pub mod edf;
 pub mod fam;
 pub mod governors;
@@ -492,6 +493,9 @@ pub fn registry() -> Vec<PolicyInfo> {
         cfs::info(),
         cfs::pinned_info(),
         edf::info(),
+        dwrr::dwrr_info(),
+        dwrr::adwrr_info(),
+        dwrr::faster_first_info(),
         governors::performance_info(),
         governors::powersave_info(),
         governors::userspace_info(),
@@ -522,6 +526,7 @@ pub fn make_scheduler(spec: &str, m: &Machine) -> Result<Box<dyn Scheduler>, Str
     match ps.name.as_str() {
         "cfs" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, false)?)),
         "pinned" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, true)?)),
+        "dwrr" | "a-dwrr" | "faster-first" => Ok(Box::new(dwrr::Dwrr::from_params(&ps, m)?)),
         "global-edf" => Ok(Box::new(edf::GlobalEdf::from_params(&ps, m)?)),
         other => Err(unknown(Kind::Scheduler, other)),
     }
