@@ -41,3 +41,25 @@ def test_refill_microbenchmark_measures_the_model() -> None:
     # only the 32 KiB private cache: 512 lines × 8.0 ns = 4.1 µs.
     assert li_isa.refill_cost_us(512, shared_llc=False) == pytest.approx(225.0, abs=0.5)
     assert li_isa.refill_cost_us(512, shared_llc=True) == pytest.approx(4.1, abs=0.05)
+
+
+def test_specjbb_spread_stock_vs_adwrr() -> None:
+    from hetsched.reproduce import li_asym
+
+    # 8 warehouses on 4 big + 4 small (3.4:1): stock CFS leaves one thread per
+    # core, so the spread is 1 - 1/3.4 = 0.71; A-DWRR equalises scaled time.
+    _, stock = li_asym.jbb(8, "cfs", 1.0, 4.0)
+    _, ours = li_asym.jbb(8, "faster-first", 1.0, 4.0)
+    assert stock == pytest.approx(1 - 1 / 3.4, abs=0.02)
+    assert ours < 0.06
+
+
+def test_faster_first_speeds_up_barrier_loops_more_on_slower_small_cores() -> None:
+    from hetsched.reproduce import li_asym
+
+    def speedup(ghz: float) -> float:
+        stock = li_asym.run_time("SPEC OMP", "cfs", ghz, 0.1)
+        ours = li_asym.run_time("SPEC OMP", "faster-first", ghz, 0.1)
+        return stock / ours
+
+    assert speedup(1.0) > speedup(2.33) > 1.0

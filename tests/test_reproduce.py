@@ -194,6 +194,8 @@ def _li_results(run_s: list[float], work_ms: list[float], big_share: list[float]
             "task": i,
             "program": "spin",
             "run_s": r,
+            "scaled_run_s": r,
+            "migrations": 0,
             "work_ms": w,
             "run_s_by_type": {"big": r * f, "small": r * (1 - f)},
         }
@@ -225,8 +227,9 @@ def sim(monkeypatch) -> FakeSimulator:
 def test_li_f9_scenario_is_the_papers_machine(sim: FakeSimulator) -> None:
     sim.results = _li_results([20.0] * 12, [20000.0] * 12, [1.0] * 12)
     li.li_f9("quick")
-    [sc] = sim.scenarios
+    sc, adwrr = sim.scenarios
     assert sc["duration_s"] == 6.0 and sc["scheduler"] == "cfs"
+    assert adwrr["scheduler"] == "a-dwrr" and adwrr["machine"] == sc["machine"]
     types = sc["machine"]["types"]
     assert (types["big"]["capacity"], types["small"]["capacity"]) == (1024, 301)
     assert sc["machine"]["tick_hz"] == 250  # the paper's 4 ms tick
@@ -249,7 +252,8 @@ def test_li_f9_verdicts(sim: FakeSimulator, run_s, work_ms, big_share, verdicts)
     sim.results = _li_results(run_s, work_ms, big_share)
     outcome = li.li_f9("quick")
     assert isinstance(outcome, Outcome)
-    cpu_row, work_row = outcome.rows
+    cpu_row, work_row, *adwrr_rows = outcome.rows
+    assert [r.claim.startswith("A-DWRR") for r in adwrr_rows] == [True, True]
     # From the Figure 9a table: TIME+ 29.04..30.16 s, work 2360..7733.
     assert cpu_row.published == pytest.approx((30.16 - 29.04) / 30.16, abs=1e-4)
     assert work_row.published == pytest.approx(7733 / 2360, abs=1e-3)

@@ -41,7 +41,11 @@ def bars(
             ax.axhline(reference[ylabel], color="#c44e52", linestyle="--", linewidth=1)
         ax.set_ylabel(ylabel)
         ax.grid(axis="y", alpha=0.3)
-    axes[-1].set_xticks(positions, list(labels), rotation=0 if len(labels) <= 16 else 90)
+    # Labels that would overlap side by side are slanted.
+    crowded = len(labels) > 16 or sum(len(str(x)) for x in labels) > 6 * len(labels) + 8
+    axes[-1].set_xticks(
+        positions, list(labels), rotation=40 if crowded else 0, ha="right" if crowded else "center"
+    )
     if xlabel:
         axes[-1].set_xlabel(xlabel)
     if title:

@@ -512,3 +512,35 @@ fn fam_ticks_zero_is_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn fault_and_migrate_under_faster_first() {
+    // The same experiment under faster-first + A-DWRR (the paper's full
+    // system): the thread starts on the fastest idle CPU (a tie, so CPU 0,
+    // which lacks the feature), faults, and returns after T = 2 ticks to the
+    // highest-round CPU of its original type.
+    let r = go(r#"
+duration_s = 1
+scheduler = "faster-first[fam=true, fam_ticks=2]"
+[machine.types.big]
+[machine.types.small]
+features = ["sse4"]
+[[machine.clusters]]
+type = "big"
+[[machine.clusters]]
+type = "small"
+[[workload.programs]]
+kind = "sequential"
+work_ms = 200
+feature = "sse4"
+working_set_kb = 0
+"#);
+    let t = &r.tasks[0];
+    assert!(t.killed.is_none(), "{:?}", t.killed);
+    assert!(
+        (t.run_s_by_type["small"] - 0.2).abs() < 0.001,
+        "{:?}",
+        t.run_s_by_type
+    );
+    assert!((20..=30).contains(&t.faults), "faults {}", t.faults);
+}

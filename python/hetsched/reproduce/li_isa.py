@@ -140,17 +140,47 @@ def run_one(name: str, sse: bool, small_rating: float, scheduler: str, work_ms: 
 
 
 def fam_series(name: str, small_rating: float, work_ms: float) -> dict[int, dict[str, float]]:
-    """The SSE4.1 build under fault-and-migrate for each T (faster-first
-    placement: a lone thread starts on the lowest-numbered, big, core)."""
+    """The SSE4.1 build under fault-and-migrate for each T, with the paper's
+    scheduler: faster-first + A-DWRR (a lone thread starts on a big core)."""
     return {
-        t: run_one(name, True, small_rating, f"cfs[fam=true, fam_ticks={t}]", work_ms) for t in TS
+        t: run_one(name, True, small_rating, f"faster-first[fam=true, fam_ticks={t}]", work_ms)
+        for t in TS
     }
+
+
+def plot_f7(data: dict[str, Any], path: Any) -> None:
+    from ..plot import bars
+
+    labels = [f"{name} T={t}" for name in data for t in TS]
+    bars(
+        labels,
+        {
+            "speedup over plain build": [data[n]["speedup"][t] for n in data for t in TS],
+            "faults per second": [data[n]["faults_per_s"][t] for n in data for t in TS],
+        },
+        path,
+        title="Li et al. Fig. 7 in simulation: fault-and-migrate, T = 1, 2, 4, 8 ticks",
+    )
+
+
+def plot_f8(data: dict[str, Any], path: Any) -> None:
+    from ..plot import bars
+
+    labels = [f"{name} T={t}" for name in data for t in TS]
+    bars(
+        labels,
+        {"slowdown over pinned (%)": [100 * data[n][t] for n in data for t in TS]},
+        path,
+        title="Li et al. Fig. 8 in simulation: fault-and-migrate overhead, "
+        "no performance asymmetry",
+    )
 
 
 @reproduction(
     "li-f7",
     paper=PAPER,
     title="fault-and-migrate performance for T = 1, 2, 4, 8 ticks (Fig. 7)",
+    plot=plot_f7,
 )
 def li_f7(scale: str) -> Outcome:
     work = WORK_MS[scale]
@@ -222,6 +252,7 @@ def li_f7(scale: str) -> Outcome:
     "li-f8",
     paper=PAPER,
     title="fault-and-migrate overhead without performance asymmetry (Fig. 8)",
+    plot=plot_f8,
 )
 def li_f8(scale: str) -> Outcome:
     work = WORK_MS[scale]

@@ -49,6 +49,10 @@ pub struct TaskRow {
     pub start_s: Option<f64>,
     pub end_s: Option<f64>,
     pub run_s: f64,
+    /// Scaled CPU time: run time × rating (Li et al.'s STIME+), seconds.
+    pub scaled_run_s: f64,
+    /// Load weight (from nice).
+    pub weight: u32,
     pub wait_s: f64,
     pub sleep_s: f64,
     pub work_ms: f64,
@@ -141,6 +145,8 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 start_s: t.start.map(|s| s.as_secs_f64()),
                 end_s: t.end.map(|s| s.as_secs_f64()),
                 run_s: t.c.run_ns as f64 * 1e-9,
+                scaled_run_s: t.c.scaled_run_ns * 1e-9,
+                weight: t.weight,
                 wait_s: t.c.wait_ns as f64 * 1e-9,
                 sleep_s: t.c.sleep_ns as f64 * 1e-9,
                 work_ms: t.c.work_done * 1e-6,

@@ -135,6 +135,9 @@ pub struct Counters {
     pub max_response_ns: u64,
     /// Run time per CPU type (index = type id).
     pub run_ns_by_type: Vec<u64>,
+    /// Scaled CPU time (Li et al. §4.3.2): run time × the CPU's rating
+    /// (normalised to the slowest CPU), ns.
+    pub scaled_run_ns: f64,
     /// ISA faults taken.
     pub faults: u64,
     /// Time spent refilling caches after migrations (and in fault traps).

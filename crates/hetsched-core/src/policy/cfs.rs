@@ -33,7 +33,7 @@
 //! PELT average; cache-hot and NUMA-fault heuristics are not modelled; no
 //! group scheduling (every task is a top-level entity).
 
-use super::fam::{BackPolicy, FaultMigrate};
+use super::fam::FaultMigrate;
 use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
@@ -44,7 +44,7 @@ use std::sync::Arc;
 const NICE_0_LOAD: u64 = 1024;
 
 fn params() -> Vec<ParamDef> {
-    vec![
+    let mut v = vec![
         ParamDef {
             name: "latency_ms",
             default: "auto",
@@ -70,18 +70,9 @@ fn params() -> Vec<ParamDef> {
             default: "16",
             doc: "periodic-balance interval multiplier on busy CPUs",
         },
-        ParamDef {
-            name: "fam",
-            default: "false",
-            doc: "fault-and-migrate (Li et al. §5.2): on an ISA fault move the thread to a capable CPU instead of SIGILL",
-        },
-        ParamDef { name: "fam_ticks", default: "1", doc: "T: ticks on the new core before migrating back" },
-        ParamDef {
-            name: "fam_policy",
-            default: "1",
-            doc: "migrate-back policy: 1 = after T ticks, 2 = after T ticks without the feature",
-        },
-    ]
+    ];
+    v.extend(super::fam::params());
+    v
 }
 
 /// Registry entry of `cfs`.
@@ -192,18 +183,7 @@ impl Cfs {
         } else {
             p.f64("busy_factor", 1.0, 1024.0)? as u64
         };
-        let fam_ticks = p.f64("fam_ticks", 1.0, 1e6).map_err(|e| {
-            if e.contains("out of range") {
-                format!("{e} (T counts ticks and must be at least 1)")
-            } else {
-                e
-            }
-        })? as u32;
-        let fam_policy = match p.choice("fam_policy", &["1", "2"])?.as_str() {
-            "2" => BackPolicy::TicksWithoutFeature,
-            _ => BackPolicy::Ticks,
-        };
-        let fam = FaultMigrate::new(p.bool("fam")?, fam_ticks, fam_policy);
+        let fam = super::fam::from_params(&p)?;
         let mut full = String::from(name);
         if !ps.params.is_empty() {
             let parts: Vec<String> = ps.params.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -124,6 +124,9 @@ fn params(rating: &'static str, underutil: &'static str, ff: &'static str) -> Ve
             doc: "faster-first placement and migration to an idle faster CPU (§4.2)",
         },
     ]
+    .into_iter()
+    .chain(super::fam::params())
+    .collect()
 }
 
 /// Registry entry of `dwrr`.
@@ -266,6 +269,8 @@ pub struct Dwrr {
     dropped: u64,
     /// Domain frequencies and the slowest CPU's performance at them.
     min_perf: Cell<(Vec<u32>, f64)>,
+    /// Fault-and-migrate (§5.2).
+    fam: super::fam::FaultMigrate,
 }
 
 impl Dwrr {
@@ -315,6 +320,7 @@ impl Dwrr {
             log: Vec::new(),
             dropped: 0,
             min_perf: Cell::new((Vec::new(), 1.0)),
+            fam: super::fam::from_params(&p)?,
         })
     }
 
@@ -1020,10 +1026,34 @@ impl Scheduler for Dwrr {
         }
     }
 
-    fn tick(&mut self, cx: &mut Ctx, cpu: CpuId, _t: TaskId) {
+    fn tick(&mut self, cx: &mut Ctx, cpu: CpuId, t: TaskId) {
         // Scaled time follows the current rating (DVFS) within a tick.
         self.account(cx, cpu);
         self.check(cx, cpu);
+        if self.cpus[cpu].curr == Some(t) && self.fam.is_away(t) {
+            if let Some((original, home)) = self.fam.tick(cx, t, cpu) {
+                // §5.2: restore the mask and move to the highest-round CPU of
+                // the original type (ties: fewest queued threads, lowest id).
+                cx.set_affinity(t, original);
+                let dst = home.iter().copied().max_by_key(|&c| {
+                    let s = &self.cpus[c];
+                    (
+                        s.round,
+                        std::cmp::Reverse(s.active.len() + s.expired.len()),
+                        std::cmp::Reverse(c),
+                    )
+                });
+                if let Some(dst) = dst {
+                    cx.migrate(t, dst);
+                }
+            }
+        }
+    }
+
+    fn on_fault(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, feature: usize) -> bool {
+        // §5.2: the affinity change makes the engine ask select_cpu, which
+        // prefers idle and highest-round CPUs.
+        self.fam.on_fault(cx, t, cpu, feature)
     }
 
     fn on_timer(&mut self, cx: &mut Ctx, token: u64) {

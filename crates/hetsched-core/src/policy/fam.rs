@@ -15,7 +15,7 @@
 //! A fault that no allowed CPU can serve keeps the Linux outcome: the engine
 //! kills the thread with SIGILL and records why.
 
-use super::Ctx;
+use super::{Ctx, ParamDef, Params};
 use crate::hw::CpuId;
 use crate::os::TaskId;
 
@@ -124,4 +124,37 @@ impl FaultMigrate {
             .collect();
         Some((a.original, home))
     }
+}
+
+/// The parameters fault-and-migrate adds to a scheduler.
+pub fn params() -> Vec<ParamDef> {
+    vec![
+        ParamDef {
+            name: "fam",
+            default: "false",
+            doc: "fault-and-migrate (Li et al. §5.2): on an ISA fault move the thread to a capable CPU instead of SIGILL",
+        },
+        ParamDef { name: "fam_ticks", default: "1", doc: "T: ticks on the new core before migrating back" },
+        ParamDef {
+            name: "fam_policy",
+            default: "1",
+            doc: "migrate-back policy: 1 = after T ticks, 2 = after T ticks without the feature",
+        },
+    ]
+}
+
+/// Build the mechanism from a scheduler's checked parameters.
+pub fn from_params(p: &Params) -> Result<FaultMigrate, String> {
+    let ticks = p.f64("fam_ticks", 1.0, 1e6).map_err(|e| {
+        if e.contains("out of range") {
+            format!("{e} (T counts ticks and must be at least 1)")
+        } else {
+            e
+        }
+    })? as u32;
+    let policy = match p.choice("fam_policy", &["1", "2"])?.as_str() {
+        "2" => BackPolicy::TicksWithoutFeature,
+        _ => BackPolicy::Ticks,
+    };
+    Ok(FaultMigrate::new(p.bool("fam")?, ticks, policy))
 }

@@ -158,6 +158,11 @@ pub struct Engine {
     seed: u64,
     pending_mhz: Vec<u32>,
     spare: Vec<Request>,
+    /// Rating of each CPU at its current frequency, normalised to the slowest.
+    cpu_rating: Vec<f64>,
+    /// The CPU whose `pick_next`/`balance` is running: work placed on it then
+    /// is picked by that very call and needs no further reschedule.
+    picking: Option<CpuId>,
 }
 
 macro_rules! cx {
@@ -198,7 +203,7 @@ impl Engine {
         }
         let nagents = s.agents.len();
         let nd = s.machine.domains.len();
-        Engine {
+        let mut e = Engine {
             cpus: vec![CpuRt::default(); n],
             current: vec![None; n],
             online: vec![true; n],
@@ -234,6 +239,21 @@ impl Engine {
             seed: s.seed,
             pending_mhz: vec![0; nd],
             spare: Vec::new(),
+            cpu_rating: vec![1.0; n],
+            picking: None,
+        };
+        e.update_ratings();
+        e
+    }
+
+    /// Recompute every CPU's rating (after a frequency change).
+    fn update_ratings(&mut self) {
+        let perf: Vec<f64> = (0..self.m.ncpus())
+            .map(|c| self.m.perf(c, self.cpu_mhz(c)))
+            .collect();
+        let min = perf.iter().copied().fold(f64::INFINITY, f64::min);
+        for (r, p) in self.cpu_rating.iter_mut().zip(perf) {
+            *r = p / min;
         }
     }
 
@@ -356,6 +376,7 @@ impl Engine {
             task.c.cache_misses += instr * p.refs_per_instr * p.miss_ratio;
             task.c.run_ns += dt;
             task.c.run_ns_by_type[hw.ty] += dt;
+            task.c.scaled_run_ns += dt as f64 * self.cpu_rating[cpu];
         }
     }
 
@@ -433,6 +454,14 @@ impl Engine {
                 gen,
             },
         );
+    }
+
+    /// Kick an idle CPU that has just been given work (not the CPU that is
+    /// picking right now: its pick serves the request).
+    fn kick_idle(&mut self, cpu: CpuId) {
+        if self.current[cpu].is_none() && self.picking != Some(cpu) {
+            self.flag_resched(cpu);
+        }
     }
 
     fn flag_resched(&mut self, cpu: CpuId) {
@@ -516,9 +545,7 @@ impl Engine {
         self.src = Src::Sched;
         self.sched.enqueue(cx!(self), t, cpu, flags);
         self.apply()?;
-        if self.current[cpu].is_none() {
-            self.flag_resched(cpu);
-        }
+        self.kick_idle(cpu);
         Ok(())
     }
 
@@ -597,9 +624,7 @@ impl Engine {
                     }
                     TaskState::Runnable => {
                         self.tasks[task].cpu = cpu;
-                        if self.current[cpu].is_none() {
-                            self.flag_resched(cpu);
-                        }
+                        self.kick_idle(cpu);
                     }
                     _ => self.tasks[task].cpu = cpu,
                 }
@@ -731,6 +756,7 @@ impl Engine {
             self.sync(c);
         }
         self.dom_mhz[domain] = mhz;
+        self.update_ratings();
         for i in 0..ncpus {
             let c = self.m.domains[domain].cpus[i];
             self.refresh(c);
@@ -919,18 +945,10 @@ impl Engine {
         // Re-enqueueing the preempted task on this (momentarily idle) CPU
         // flagged it again; this pick serves that request.
         self.cpus[cpu].need_resched = false;
-        self.src = Src::Sched;
-        let mut next = self.sched.pick_next(cx!(self), cpu);
-        self.apply()?;
-        if next.is_none() {
-            self.src = Src::Sched;
-            self.sched.balance(cx!(self), cpu);
-            self.apply()?;
-            self.src = Src::Sched;
-            next = self.sched.pick_next(cx!(self), cpu);
-            self.apply()?;
-        }
-        if let Some(n) = next {
+        self.picking = Some(cpu);
+        let next = self.pick(cpu);
+        self.picking = None;
+        if let Some(n) = next? {
             if n >= self.tasks.len() {
                 return Err(self.policy_err(format!(
                     "pick_next on cpu {cpu} returned task {n}, which does not exist"
@@ -953,6 +971,24 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// Ask the scheduler for the next task of idle `cpu`: `pick_next`, and if
+    /// it has none, `balance` then `pick_next` once more.
+    fn pick(&mut self, cpu: CpuId) -> Result<Option<TaskId>, SimError> {
+        self.src = Src::Sched;
+        let next = self.sched.pick_next(cx!(self), cpu);
+        self.apply()?;
+        if next.is_some() {
+            return Ok(next);
+        }
+        self.src = Src::Sched;
+        self.sched.balance(cx!(self), cpu);
+        self.apply()?;
+        self.src = Src::Sched;
+        let next = self.sched.pick_next(cx!(self), cpu);
+        self.apply()?;
+        Ok(next)
     }
 
     fn process_resched(&mut self) -> Result<(), SimError> {
