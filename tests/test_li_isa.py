@@ -63,3 +63,18 @@ def test_faster_first_speeds_up_barrier_loops_more_on_slower_small_cores() -> No
         return stock / ours
 
     assert speedup(1.0) > speedup(2.33) > 1.0
+
+
+def test_fairness_view_gives_gps_lag() -> None:
+    import hetsched
+    from hetsched.reproduce import li
+
+    res = hetsched.run(li.scenario(2.0, scheduler="a-dwrr"))
+    f = res.fairness("spin")
+    assert len(f) == 12
+    # Lags sum to zero by construction; under A-DWRR each is small.
+    assert abs(f["lag_s"].sum()) < 1e-9
+    assert f["lag_s"].abs().max() < 0.02 * f["ideal_scaled_s"].mean()
+    assert f.attrs["spread"] < 0.02
+    stock = hetsched.run(li.scenario(2.0)).fairness("spin")
+    assert stock.attrs["work_spread"] > 0.3

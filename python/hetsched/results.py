@@ -147,6 +147,35 @@ class Results:
             }
         ).reset_index()
 
+    def fairness(self, program: str | None = None) -> pd.DataFrame:
+        """Fair-share view of the tasks (of one program, or all): CPU time,
+        scaled CPU time (run time × rating, Li et al.'s STIME+), work done,
+        each task's ideal share of the scaled CPU time under weighted GPS
+        (its weight's fraction of the total), and its lag = ideal − received.
+
+        The GPS ideal assumes the tasks were runnable over the same interval
+        (spinning or always-busy threads, as in Li et al.'s Figure 9); for
+        tasks that sleep it is only indicative. ``spread`` in ``attrs`` is
+        (max − min)/max of scaled CPU time, and ``work_spread`` of work.
+        """
+        t = self.tasks
+        if program is not None:
+            t = t[t["program"] == program]
+        if t.empty:
+            raise ValueError(f"no tasks{'' if program is None else f' of program {program!r}'}")
+        out = t[["task", "program", "run_s", "scaled_run_s", "work_ms", "weight"]].copy()
+        total = float(out["scaled_run_s"].sum())
+        out["ideal_scaled_s"] = total * out["weight"] / float(out["weight"].sum())
+        out["lag_s"] = out["ideal_scaled_s"] - out["scaled_run_s"]
+        scaled, work = out["scaled_run_s"], out["work_ms"]
+        out.attrs["spread"] = (
+            float((scaled.max() - scaled.min()) / scaled.max()) if scaled.max() > 0 else 0.0
+        )
+        out.attrs["work_spread"] = (
+            float((work.max() - work.min()) / work.max()) if work.max() > 0 else 0.0
+        )
+        return out.reset_index(drop=True)
+
     def save(self, out_dir: str | Path) -> Path:
         """Write the result files (see the module doc) into ``out_dir``, creating it.
         Returns the folder."""

@@ -414,6 +414,9 @@ fn more_bad_inputs() {
     let cases = [
         ("duration_s = 1\nmachine.preset = \"smp-4\"\n[[workload.programs]]\nkind = \"phases\"\n", "workload.programs[0].phases: required for kind \"phases\""),
         ("duration_s = 1\nagents = [\"python:x:Y\"]\nmachine.preset = \"smp-4\"\n", "agents[0]: \"python:x:Y\": agents written in Python are passed to hetsched.run"),
+        ("duration_s = 1\n[machine.types.c]\nrating = 0\n[[machine.cpus]]\ntype = \"c\"\n", "machine.types.c.rating: 0 is not allowed; must be a number > 0"),
+        ("duration_s = 1\nscheduler = \"a-dwrr[round_slice_ms=0]\"\nmachine.preset = \"smp-4\"\n", "a-dwrr[round_slice_ms]: 0 is out of range"),
+        ("duration_s = 1\n[machine.migration]\nmem_line_ns = -1\n[machine.types.c]\n[[machine.cpus]]\ntype = \"c\"\n", "machine.migration.mem_line_ns: -1 is out of range"),
     ];
     for (text, want) in cases {
         let got = err(text);

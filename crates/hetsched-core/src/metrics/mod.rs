@@ -67,6 +67,8 @@ pub struct TaskRow {
     /// ISA faults taken, and per second of run time.
     pub faults: u64,
     pub faults_per_s: f64,
+    /// Migrations per second of run time.
+    pub migrations_per_s: f64,
     /// Time lost refilling caches after migrations and in fault traps.
     pub stall_s: f64,
     pub jobs: u64,
@@ -165,6 +167,11 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 faults: t.c.faults,
                 faults_per_s: if t.c.run_ns > 0 {
                     t.c.faults as f64 / (t.c.run_ns as f64 * 1e-9)
+                } else {
+                    0.0
+                },
+                migrations_per_s: if t.c.run_ns > 0 {
+                    t.c.migrations as f64 / (t.c.run_ns as f64 * 1e-9)
                 } else {
                     0.0
                 },

@@ -145,7 +145,7 @@ pub fn adwrr_info() -> PolicyInfo {
         name: "a-dwrr",
         kind: Kind::Scheduler,
         doc: "A-DWRR (Li et al. §4.3.4): DWRR on scaled CPU time (run time × CPU rating) with the under-utilisation swap",
-        params: params("capacity", "true", "false"),
+        params: params("machine", "true", "false"),
     }
 }
 
@@ -155,7 +155,7 @@ pub fn faster_first_info() -> PolicyInfo {
         name: "faster-first",
         kind: Kind::Scheduler,
         doc: "Faster-first scheduling + A-DWRR (Li et al. §4.2, §6.2): the fastest idle CPU first, idle faster CPUs take threads from slower ones",
-        params: params("capacity", "true", "true"),
+        params: params("machine", "true", "true"),
     }
 }
 
@@ -1106,7 +1106,7 @@ type = "c"
             .unwrap();
         assert!(e.contains("known: round_slice_ms, local_slice_ms"), "{e}");
         let d = Dwrr::from_params(&parse_spec("faster-first").unwrap(), &m).unwrap();
-        assert!(d.faster_first && d.underutil && d.rating == RatingSrc::Capacity);
+        assert!(d.faster_first && d.underutil && d.rating == RatingSrc::Machine);
         let d = Dwrr::from_params(&parse_spec("dwrr").unwrap(), &m).unwrap();
         assert!(!d.faster_first && !d.underutil && d.rating == RatingSrc::Unit);
         assert_eq!(d.unit, 30e6);
