@@ -159,5 +159,15 @@ class Context:
         would read them on Linux: ``{"task", "program", "state", "cpu", "nice",
         "affinity", "cpu_util", "ipc", "miss_ratio", "misses_per_instr",
         "csw_per_s", "migrations_per_s", "wait_frac", "runtime_s"}``."""
+    def cpusets(self) -> list[dict[str, Any]]:
+        """The scenario's cpusets: ``{"name", "cpus", "mhz"}`` each."""
+    def cpuset_load(self, index: int) -> int:
+        """Runnable plus running tasks assigned to the CPUs of cpuset ``index``."""
+    def cpu_rating(self, cpu: int) -> float:
+        """Performance rating of ``cpu`` now, normalised to the slowest CPU (1.0)."""
+    def cpu_mhz(self, cpu: int) -> int:
+        """Current frequency of ``cpu``."""
+    def cpu_domain(self, cpu: int) -> int:
+        """Index of ``cpu``'s frequency domain (for ``set_frequency``)."""
     def load_avg(self) -> float:
         """Number of runnable + running tasks (instantaneous)."""

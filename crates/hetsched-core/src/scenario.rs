@@ -111,6 +111,24 @@ pub struct ScenarioSpec {
     /// The programs.
     #[serde(default)]
     pub workload: WorkloadSpec,
+    /// Named groups of CPUs, each optionally at its own fixed frequency
+    /// (Patel's 4 × 800 MHz, 2 × 1.4 GHz, 2 × 2.3 GHz partition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpusets: Vec<CpusetSpec>,
+}
+
+/// A cpuset: a named group of CPUs.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CpusetSpec {
+    /// Its name (programs refer to it with `cpuset = "name"`).
+    pub name: String,
+    /// Its CPUs (each in at most one cpuset).
+    pub cpus: Vec<u32>,
+    /// Frequency its CPUs run at from the start, MHz (a P-state of their
+    /// type; their frequency domains must lie inside the cpuset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mhz: Option<u32>,
 }
 
 /// The machine: CPU types and CPUs (by clusters or one by one), or a preset.
@@ -454,6 +472,9 @@ pub struct ProgramSpec {
     /// Allowed CPUs (default all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Vec<u32>>,
+    /// Start in this cpuset (its CPUs become the affinity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuset: Option<String>,
     /// Workload class (selects the CPU types' class speedup).
     #[serde(default = "d_class")]
     pub class: String,
@@ -764,6 +785,7 @@ impl Scenario {
     ) -> Result<Setup, SimError> {
         let mut w = Vec::new();
         let (machine, tasks, programs) = build_parts(&self.spec, &mut w, sched.is_none())?;
+        let cpusets = build_cpusets(&self.spec.cpusets, &machine)?;
         let scheduler = match sched {
             Some(s) => s,
             None => policy::make_scheduler(&self.spec.scheduler, &machine)
@@ -787,6 +809,7 @@ impl Scenario {
             duration: SimTime::from_secs_f64(self.spec.duration_s),
             seed: self.spec.seed,
             stop_when_done: self.spec.stop_when_done,
+            cpusets,
         })
     }
 }
@@ -884,7 +907,18 @@ fn build_parts(
         ));
     }
     let machine = build_machine(ms, classes, features)?;
-    let (tasks, programs) = build_workload(&spec.workload, &machine)?;
+    let cpusets = build_cpusets(&spec.cpusets, &machine)?;
+    if cpusets.iter().any(|c| c.mhz.is_some())
+        && !(spec.governor.starts_with("userspace")
+            || spec.governor.starts_with("performance")
+            || spec.governor.starts_with("powersave"))
+    {
+        warnings.push(format!(
+            "cpusets: governor \"{}\" will change the frequencies the cpusets set",
+            spec.governor
+        ));
+    }
+    let (tasks, programs) = build_workload(&spec.workload, &machine, &cpusets)?;
     if check_policies && !spec.scheduler.starts_with("python:") {
         policy::make_scheduler(&spec.scheduler, &machine).map_err(|e| at("scheduler", e))?;
     }
@@ -1275,7 +1309,11 @@ const FIELD_KINDS: &[(&str, &[ProgramKind])] = {
     ]
 };
 
-fn build_workload(ws: &WorkloadSpec, m: &Machine) -> Result<(Vec<Task>, Vec<Program>), SimError> {
+fn build_workload(
+    ws: &WorkloadSpec,
+    m: &Machine,
+    cpusets: &[Cpuset],
+) -> Result<(Vec<Task>, Vec<Program>), SimError> {
     let mut tasks: Vec<Task> = Vec::new();
     let mut programs = Vec::new();
     let n = m.ncpus();
@@ -1419,6 +1457,29 @@ fn build_workload(ws: &WorkloadSpec, m: &Machine) -> Result<(Vec<Task>, Vec<Prog
                 let v: Vec<usize> = list.iter().map(|&c| c as usize).collect();
                 CpuSet::from_cpus(&v, n)
             }
+        };
+        let affinity = match (&p.cpuset, &p.affinity) {
+            (Some(_), Some(_)) => {
+                return Err(at(
+                    format!("{base}.cpuset"),
+                    "give either cpuset or affinity, not both",
+                ));
+            }
+            (Some(name), None) => match cpusets.iter().find(|c| &c.name == name) {
+                Some(c) => CpuSet::from_cpus(&c.cpus, n),
+                None => {
+                    let known: Vec<&str> = cpusets.iter().map(|c| c.name.as_str()).collect();
+                    return Err(at(
+                        format!("{base}.cpuset"),
+                        if known.is_empty() {
+                            format!("unknown cpuset \"{name}\"; the scenario defines no cpusets")
+                        } else {
+                            format!("unknown cpuset \"{name}\"; known: {}", known.join(", "))
+                        },
+                    ));
+                }
+            },
+            _ => affinity,
         };
         let class = m.class_id(&p.class).expect("interned");
         let feature = p
@@ -1718,4 +1779,106 @@ fn build_workload(ws: &WorkloadSpec, m: &Machine) -> Result<(Vec<Task>, Vec<Prog
 pub fn json_schema() -> String {
     let schema = schemars::schema_for!(ScenarioSpec);
     serde_json::to_string_pretty(&schema).expect("schema serialises")
+}
+
+/// A validated cpuset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cpuset {
+    /// Name.
+    pub name: String,
+    /// CPUs, ascending.
+    pub cpus: Vec<usize>,
+    /// Fixed frequency, if any.
+    pub mhz: Option<u32>,
+}
+
+/// Validate the scenario's cpusets against the machine.
+pub fn build_cpusets(specs: &[CpusetSpec], m: &Machine) -> Result<Vec<Cpuset>, SimError> {
+    let n = m.ncpus();
+    let mut owner: Vec<Option<usize>> = vec![None; n];
+    let mut out: Vec<Cpuset> = Vec::new();
+    for (i, c) in specs.iter().enumerate() {
+        let p = format!("cpusets[{i}]");
+        if c.name.trim().is_empty() {
+            return Err(at(format!("{p}.name"), "empty name"));
+        }
+        if let Some(j) = out.iter().position(|o| o.name == c.name) {
+            return Err(at(
+                format!("{p}.name"),
+                format!("\"{}\" is already the name of cpusets[{j}]", c.name),
+            ));
+        }
+        if c.cpus.is_empty() {
+            return Err(at(
+                format!("{p}.cpus"),
+                "empty list; a cpuset has at least one cpu",
+            ));
+        }
+        let mut cpus = Vec::new();
+        for (k, &cpu) in c.cpus.iter().enumerate() {
+            let cpu = cpu as usize;
+            if cpu >= n {
+                return Err(at(
+                    format!("{p}.cpus[{k}]"),
+                    format!(
+                        "cpu {cpu} does not exist (machine has {n} cpus: 0-{})",
+                        n - 1
+                    ),
+                ));
+            }
+            if cpus.contains(&cpu) {
+                return Err(at(
+                    format!("{p}.cpus[{k}]"),
+                    format!("cpu {cpu} is named twice"),
+                ));
+            }
+            if let Some(o) = owner[cpu] {
+                return Err(at(
+                    format!("{p}.cpus[{k}]"),
+                    format!("cpu {cpu} is already in cpuset \"{}\"", specs[o].name),
+                ));
+            }
+            owner[cpu] = Some(i);
+            cpus.push(cpu);
+        }
+        cpus.sort_unstable();
+        if let Some(mhz) = c.mhz {
+            for &cpu in &cpus {
+                let d = &m.domains[m.cpus[cpu].domain];
+                if let Some(&other) = d.cpus.iter().find(|x| !cpus.contains(x)) {
+                    return Err(at(
+                        format!("{p}.mhz"),
+                        format!(
+                            "cpu {cpu} shares its frequency domain with cpu {other}, which is not in this cpuset; \
+                             a cpuset with its own frequency needs whole domains (use dvfs = \"core\")"
+                        ),
+                    ));
+                }
+                let t = &m.types[d.ty];
+                if t.pstate_index(mhz).is_none() {
+                    let below = t.pstates.iter().rev().find(|s| s.mhz < mhz).map(|s| s.mhz);
+                    let above = t.pstates.iter().find(|s| s.mhz > mhz).map(|s| s.mhz);
+                    let near: Vec<String> = [below, above]
+                        .iter()
+                        .flatten()
+                        .map(|v| format!("{v} MHz"))
+                        .collect();
+                    return Err(at(
+                        format!("{p}.mhz"),
+                        format!(
+                            "{mhz} MHz is not a P-state of cpu type \"{}\" (cpu {cpu}); nearest: {}",
+                            t.name,
+                            near.join(" or ")
+                        ),
+                    ));
+                }
+            }
+        }
+        out.push(Cpuset {
+            name: c.name.clone(),
+            cpus,
+            mhz: c.mhz,
+        });
+    }
+    Ok(out)
 }

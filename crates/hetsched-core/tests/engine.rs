@@ -547,3 +547,98 @@ working_set_kb = 0
     );
     assert!((20..=30).contains(&t.faults), "faults {}", t.faults);
 }
+
+#[test]
+fn cpusets_run_at_their_own_frequency() {
+    // Patel's partition on the Opteron-like preset: 4 × 800, 2 × 1400,
+    // 2 × 2300 MHz. 230 ms of reference work (at 2.3 GHz) in the 800 MHz
+    // cpuset takes 230 × 2300/800 = 661.25 ms; in the 2.3 GHz one 230 ms.
+    let r = go(r#"
+duration_s = 5
+governor = "userspace"
+machine.preset = "patel-opteron-8"
+[[cpusets]]
+name = "slow"
+cpus = [0, 1, 2, 3]
+mhz = 800
+[[cpusets]]
+name = "medium"
+cpus = [4, 5]
+mhz = 1400
+[[cpusets]]
+name = "fast"
+cpus = [6, 7]
+mhz = 2300
+[[workload.programs]]
+kind = "sequential"
+work_ms = 230
+cpuset = "slow"
+[[workload.programs]]
+kind = "sequential"
+work_ms = 230
+cpuset = "fast"
+"#);
+    assert!(
+        (r.programs[0].completion_s - 0.66125).abs() < 1e-6,
+        "{}",
+        r.programs[0].completion_s
+    );
+    assert!((r.programs[1].completion_s - 0.230).abs() < 1e-6);
+    assert_eq!(r.cpus[0].final_mhz, 800);
+    assert_eq!(r.cpus[5].final_mhz, 1400);
+    // Peak: platform 98 W + 6 idle cores × 2 W + a busy core at 800 MHz
+    // (0.8×0.95 + 2.8×0.9025×0.8 = 2.7816 W) + one at 2300 MHz
+    // (0.8×1.25 + 2.8×1.5625×2.3 = 11.0625 W) = 123.8441 W.
+    assert!(
+        (r.summary.peak_power_w - 123.8441).abs() < 1e-6,
+        "{}",
+        r.summary.peak_power_w
+    );
+}
+
+#[test]
+fn energy_at_two_pstates_is_hand_computable() {
+    // One Opteron-like core busy for 1 s of wall time at 800 MHz, then (a
+    // second run) at 2300 MHz, no platform power:
+    //   800 MHz:  0.8×0.95 + 2.8×0.95²×0.8 = 0.76 + 2.0216 = 2.7816 W → 2.7816 J
+    //   2300 MHz: 0.8×1.25 + 2.8×1.25²×2.3 = 1.0 + 10.0625 = 11.0625 W → 11.0625 J
+    let one = |mhz: u32, work: f64| {
+        go(&format!(
+            "duration_s = 1\nstop_when_done = false\ngovernor = \"userspace[mhz={mhz}]\"\n\
+             machine.preset = \"patel-opteron-8\"\nmachine.platform_base_w = 0.0\n\
+             machine.clusters = [{{ type = \"opteron\", cores = 1 }}]\n\
+             [[workload.programs]]\nkind = \"sequential\"\nwork_ms = {work}\n"
+        ))
+    };
+    let slow = one(800, 1.0e6);
+    let fast = one(2300, 1.0e6);
+    assert!(
+        (slow.cpus[0].energy_j - 2.7816).abs() < 1e-9,
+        "{}",
+        slow.cpus[0].energy_j
+    );
+    assert!(
+        (fast.cpus[0].energy_j - 11.0625).abs() < 1e-9,
+        "{}",
+        fast.cpus[0].energy_j
+    );
+}
+
+#[test]
+fn bad_cpusets_are_refused() {
+    let base = "duration_s = 1\nmachine.preset = \"patel-opteron-8\"\n";
+    let cases = [
+        ("[[cpusets]]\nname = \"a\"\ncpus = [1, 1]\n", "cpusets[0].cpus[1]: cpu 1 is named twice"),
+        ("[[cpusets]]\nname = \"a\"\ncpus = [9]\n", "cpusets[0].cpus[0]: cpu 9 does not exist (machine has 8 cpus: 0-7)"),
+        ("[[cpusets]]\nname = \"a\"\ncpus = [0]\n[[cpusets]]\nname = \"b\"\ncpus = [0]\n", "cpusets[1].cpus[0]: cpu 0 is already in cpuset \"a\""),
+        ("[[cpusets]]\nname = \"a\"\ncpus = [0]\nmhz = 1000\n", "cpusets[0].mhz: 1000 MHz is not a P-state of cpu type \"opteron\" (cpu 0); nearest: 800 MHz or 1150 MHz"),
+        ("[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 1\ncpuset = \"nope\"\n", "workload.programs[0].cpuset: unknown cpuset \"nope\"; the scenario defines no cpusets"),
+    ];
+    for (extra, want) in cases {
+        let got = err(&format!("{base}{extra}"));
+        assert!(got.contains(want), "want {want}\ngot {got}");
+    }
+    // A cpuset with its own frequency needs whole frequency domains.
+    let e = err("duration_s = 1\n[machine.types.c]\npstates = [{mhz = 1000, volt = 1.0}]\n[[machine.clusters]]\ntype = \"c\"\ncores = 2\n[[cpusets]]\nname = \"a\"\ncpus = [0]\nmhz = 1000\n");
+    assert!(e.contains("shares its frequency domain with cpu 1"), "{e}");
+}

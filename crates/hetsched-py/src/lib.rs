@@ -293,6 +293,40 @@ impl Context {
         }
         Ok(out)
     }
+    fn cpusets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let cx = self.cx()?;
+        let out = PyList::empty_bound(py);
+        for c in cx.cpusets() {
+            let d = PyDict::new_bound(py);
+            d.set_item("name", &c.name)?;
+            d.set_item("cpus", c.cpus.clone())?;
+            d.set_item("mhz", c.mhz)?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+    fn cpuset_load(&self, index: usize) -> PyResult<usize> {
+        let cx = self.cx()?;
+        if index >= cx.cpusets().len() {
+            return Err(PolicyError::new_err(format!(
+                "cpuset {index} does not exist ({} cpusets)",
+                cx.cpusets().len()
+            )));
+        }
+        Ok(cx.cpuset_load(index))
+    }
+    fn cpu_rating(&self, cpu: usize) -> PyResult<f64> {
+        let c = self.cpu(cpu)?;
+        Ok(self.cx()?.rating(c))
+    }
+    fn cpu_mhz(&self, cpu: usize) -> PyResult<u32> {
+        let c = self.cpu(cpu)?;
+        Ok(self.cx()?.cpu_mhz(c))
+    }
+    fn cpu_domain(&self, cpu: usize) -> PyResult<usize> {
+        let c = self.cpu(cpu)?;
+        Ok(self.cx()?.machine.cpus[c].domain)
+    }
     fn load_avg(&self) -> PyResult<f64> {
         Ok(self.cx()?.load_avg())
     }

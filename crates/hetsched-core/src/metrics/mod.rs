@@ -27,6 +27,16 @@ pub struct Summary {
     /// CPUs plus platform base power, joules.
     pub energy_j: f64,
     pub avg_power_w: f64,
+    /// Highest total power (CPUs and platform) at the end of any event, W.
+    pub peak_power_w: f64,
+    /// Energy-delay product: energy × simulated end time, J·s.
+    pub edp_js: f64,
+    /// Patel's metric (a): the mean over programs of (instructions per second
+    /// of execution) divided by the average power.
+    pub ips_per_w: f64,
+    /// Patel's metric (b): the mean program completion time × the average
+    /// power, s·W.
+    pub time_x_w: f64,
     pub migrations: u64,
     pub context_switches: u64,
     pub deadline_misses: u64,
@@ -235,6 +245,30 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         None
     };
     let energy = e.total_energy();
+    let avg_power = if end_s > 0.0 { energy / end_s } else { 0.0 };
+    // Per program: instructions of all its threads over its total execution time.
+    let mut ips = Vec::new();
+    let mut times = Vec::new();
+    for p in &e.progs {
+        let exec: f64 = p
+            .completions
+            .iter()
+            .map(|c| (c.2 - c.1).as_secs_f64())
+            .sum();
+        if p.completions.is_empty() || exec <= 0.0 {
+            continue;
+        }
+        let instr: f64 = p.threads.iter().map(|&t| e.tasks[t].c.instructions).sum();
+        ips.push(instr / exec);
+        times.extend(p.completions.iter().map(|c| (c.2 - c.1).as_secs_f64()));
+    }
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
     let summary = Summary {
         scenario: scenario.to_string(),
         scheduler: e.scheduler_name(),
@@ -253,7 +287,15 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
             0.0
         },
         energy_j: energy,
-        avg_power_w: if end_s > 0.0 { energy / end_s } else { 0.0 },
+        avg_power_w: avg_power,
+        peak_power_w: e.peak_power_w,
+        edp_js: energy * end_s,
+        ips_per_w: if avg_power > 0.0 {
+            mean(&ips) / avg_power
+        } else {
+            0.0
+        },
+        time_x_w: mean(&times) * avg_power,
         migrations: e.tasks.iter().map(|t| t.c.migrations).sum(),
         context_switches: e
             .tasks

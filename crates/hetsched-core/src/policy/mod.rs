@@ -128,6 +128,7 @@ pub struct Ctx<'a> {
     pub(crate) online: &'a [bool],
     pub(crate) domain_mhz: &'a [u32],
     pub(crate) progs: &'a [crate::workload::Program],
+    pub(crate) cpusets: &'a [crate::scenario::Cpuset],
     pub(crate) reqs: &'a mut Vec<Request>,
     pub(crate) rng: &'a mut rand_pcg::Pcg64Mcg,
     pub(crate) obs: &'a [Observation],
@@ -195,6 +196,25 @@ impl<'a> Ctx<'a> {
             .params
             .get(task.param as usize)
             .and_then(|p| p.feature)
+    }
+    /// The scenario's cpusets.
+    pub fn cpusets(&self) -> &[crate::scenario::Cpuset] {
+        self.cpusets
+    }
+    /// Runnable plus running tasks assigned to the CPUs of cpuset `i` (its
+    /// ready-queue length as `/proc` would let a daemon estimate it).
+    pub fn cpuset_load(&self, i: usize) -> usize {
+        let set = &self.cpusets[i].cpus;
+        self.tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.state,
+                    crate::os::TaskState::Runnable | crate::os::TaskState::Running
+                )
+            })
+            .filter(|t| set.binary_search(&t.cpu).is_ok())
+            .count()
     }
     /// Whether `cpu` has ISA feature `feature`.
     pub fn has_feature(&self, cpu: CpuId, feature: usize) -> bool {

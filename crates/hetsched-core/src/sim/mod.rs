@@ -87,6 +87,8 @@ pub struct Setup {
     pub seed: u64,
     /// End as soon as every program finished.
     pub stop_when_done: bool,
+    /// Cpusets.
+    pub cpusets: Vec<crate::scenario::Cpuset>,
 }
 
 /// Options of one run.
@@ -163,6 +165,12 @@ pub struct Engine {
     /// The CPU whose `pick_next`/`balance` is running: work placed on it then
     /// is picked by that very call and needs no further reschedule.
     picking: Option<CpuId>,
+    /// Cpusets of the scenario.
+    pub cpusets: Vec<crate::scenario::Cpuset>,
+    /// Sum of the CPUs' power now, W (kept incrementally).
+    total_power: f64,
+    /// Highest total power (CPUs + platform) seen at the end of an event.
+    pub peak_power_w: f64,
 }
 
 macro_rules! cx {
@@ -175,6 +183,7 @@ macro_rules! cx {
             online: &$s.online,
             domain_mhz: &$s.dom_mhz,
             progs: &$s.progs,
+            cpusets: &$s.cpusets,
             reqs: &mut $s.reqs,
             rng: &mut $s.rng,
             obs: &[],
@@ -241,6 +250,9 @@ impl Engine {
             spare: Vec::new(),
             cpu_rating: vec![1.0; n],
             picking: None,
+            cpusets: s.cpusets,
+            total_power: 0.0,
+            peak_power_w: 0.0,
         };
         e.update_ratings();
         e
@@ -387,6 +399,7 @@ impl Engine {
         let ty = &self.m.types[hw.ty];
         let gen = self.cpus[cpu].comp_gen.wrapping_add(1);
         self.cpus[cpu].comp_gen = gen;
+        let old_power = self.cpus[cpu].power;
         match self.current[cpu] {
             None => {
                 self.cpus[cpu].rate = 0.0;
@@ -422,6 +435,7 @@ impl Engine {
                 );
             }
         }
+        self.total_power += self.cpus[cpu].power - old_power;
     }
 
     /// A CPU's busy state changed: SMT siblings may change speed.
@@ -1355,6 +1369,20 @@ impl Engine {
         self.src = Src::Gov;
         self.gov.init(cx!(self));
         self.apply()?;
+        // Cpusets with a fixed frequency set their domains (validated whole).
+        for i in 0..self.cpusets.len() {
+            if let Some(mhz) = self.cpusets[i].mhz {
+                let mut doms: Vec<usize> = self.cpusets[i]
+                    .cpus
+                    .iter()
+                    .map(|&c| self.m.cpus[c].domain)
+                    .collect();
+                doms.dedup();
+                for d in doms {
+                    self.apply_freq(d, mhz);
+                }
+            }
+        }
         self.src = Src::Sched;
         self.sched.init(cx!(self));
         self.apply()?;
@@ -1401,6 +1429,10 @@ impl Engine {
             }
             self.events += 1;
             self.process_resched()?;
+            let p = self.total_power + self.m.platform_base_w;
+            if p > self.peak_power_w {
+                self.peak_power_w = p;
+            }
             if self.opts.check {
                 self.check_invariants()?;
             }
@@ -1541,6 +1573,7 @@ impl Engine {
                         online: &self.online,
                         domain_mhz: &self.dom_mhz,
                         progs: &self.progs,
+                        cpusets: &self.cpusets,
                         reqs: &mut self.reqs,
                         rng: &mut self.rng,
                         obs: &obs,
