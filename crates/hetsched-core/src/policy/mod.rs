@@ -519,6 +519,9 @@ pub fn registry() -> Vec<PolicyInfo> {
         governors::performance_info(),
         governors::powersave_info(),
         governors::userspace_info(),
+        governors::ondemand_info(),
+        governors::conservative_info(),
+        governors::schedutil_info(),
     ]
 }
 
@@ -557,6 +560,9 @@ pub fn make_governor(spec: &str, m: &Machine) -> Result<Box<dyn Governor>, Strin
     let ps = parse_spec(spec)?;
     match ps.name.as_str() {
         "performance" | "powersave" | "userspace" => governors::make_static(&ps, m),
+        "ondemand" => Ok(Box::new(governors::Ondemand::from_params(&ps)?)),
+        "conservative" => Ok(Box::new(governors::Conservative::from_params(&ps)?)),
+        "schedutil" => Ok(Box::new(governors::Schedutil::from_params(&ps)?)),
         other => Err(unknown(Kind::Governor, other)),
     }
 }
