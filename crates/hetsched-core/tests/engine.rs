@@ -642,3 +642,33 @@ fn bad_cpusets_are_refused() {
     let e = err("duration_s = 1\n[machine.types.c]\npstates = [{mhz = 1000, volt = 1.0}]\n[[machine.clusters]]\ntype = \"c\"\ncores = 2\n[[cpusets]]\nname = \"a\"\ncpus = [0]\nmhz = 1000\n");
     assert!(e.contains("shares its frequency domain with cpu 1"), "{e}");
 }
+
+#[test]
+fn capacity_aware_moves_a_misfit_to_a_big_core() {
+    // A 100 ms hog holds big CPU 3; a 1 s job starting at 1 ms may use CPU 3
+    // or little CPU 4, so it wakes on CPU 4 (the only idle allowed CPU). When
+    // the hog ends at 100 ms, CPU 3 is idle and the job is a misfit on CPU 4:
+    // after ~99 ms at capacity 430 its utilisation is far past the fit limit
+    // 430 / 1.25 = 344. capacity-aware moves it to CPU 3 at the next tick;
+    // plain CFS does not (CPU 4 runs exactly one task: nothing to balance).
+    let scenario = |sched: &str| {
+        format!(
+            "duration_s = 10\nscheduler = \"{sched}\"\nmachine.preset = \"big-little-4+4\"\n\
+             [[workload.programs]]\nname = \"hog\"\nkind = \"sequential\"\nwork_ms = 100\naffinity = [3]\n\
+             [[workload.programs]]\nname = \"job\"\nkind = \"sequential\"\nwork_ms = 1000\n\
+             affinity = [3, 4]\nstart_ms = 1\n"
+        )
+    };
+    let cap = go(&scenario("capacity-aware"));
+    let cfs = go(&scenario("cfs"));
+    let job = |r: &hetsched_core::metrics::RunResults| {
+        r.tasks.iter().find(|t| t.program == "job").unwrap().clone()
+    };
+    let (jc, jf) = (job(&cap), job(&cfs));
+    assert_eq!(jc.migrations, 1, "capacity-aware moved the misfit once");
+    assert_eq!(jf.migrations, 0, "plain CFS leaves it on the little core");
+    assert!(jc.end_s.unwrap() < jf.end_s.unwrap());
+    // ~99 ms on the little core does ~41.6 ms of work; the rest (~958 ms)
+    // runs on the big core.
+    assert!(jc.run_s_by_type["big"] > 0.9, "{:?}", jc.run_s_by_type);
+}

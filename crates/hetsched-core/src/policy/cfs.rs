@@ -71,8 +71,43 @@ fn params() -> Vec<ParamDef> {
             doc: "periodic-balance interval multiplier on busy CPUs",
         },
     ];
+    v.push(ParamDef {
+        name: "capacity_aware",
+        default: "false",
+        doc: "capacity-aware wake-up placement and misfit migration (Linux sched-capacity)",
+    });
     v.extend(super::fam::params());
     v
+}
+
+/// Registry entry of `capacity-aware`.
+pub fn capacity_aware_info() -> PolicyInfo {
+    let params = params()
+        .into_iter()
+        .map(|mut p| {
+            if p.name == "capacity_aware" {
+                p.default = "true";
+            }
+            p
+        })
+        .collect();
+    PolicyInfo {
+        name: "capacity-aware",
+        kind: Kind::Scheduler,
+        doc: "CFS with Linux's capacity awareness: wake-up placement on an idle CPU where the task fits (util × 1.25 < capacity), misfit detection and migration to a bigger CPU",
+        params,
+    }
+}
+
+/// PELT half-life (ms): a contribution loses half its weight every 32 ms.
+const PELT_HALFLIFE_MS: f64 = 32.0;
+/// A task fits a CPU when its utilisation × 1.25 is below the capacity
+/// (the kernel's `fits_capacity`, a 20% margin).
+const FIT_MARGIN: f64 = 1.25;
+
+/// Decay factor of PELT over `dt`.
+fn pelt_decay(dt: SimTime) -> f64 {
+    0.5f64.powf(dt.0 as f64 * 1e-6 / PELT_HALFLIFE_MS)
 }
 
 /// Registry entry of `cfs`.
@@ -108,6 +143,10 @@ struct Se {
     weight: u64,
     queued: bool,
     seen: bool,
+    /// PELT-like utilisation, 0..1024, capacity and frequency invariant.
+    util: f64,
+    /// When `util` was last brought up to date.
+    util_at: SimTime,
 }
 
 /// Per-CPU runqueue.
@@ -144,6 +183,7 @@ pub struct Cfs {
     next_balance: Vec<Vec<SimTime>>,
     idle: BTreeSet<CpuId>,
     fam: FaultMigrate,
+    capacity_aware: bool,
 }
 
 /// `delta × 1024 / weight`, the kernel's `calc_delta_fair`.
@@ -159,12 +199,21 @@ fn calc_delta_fair(delta: u64, weight: u64) -> u64 {
 impl Cfs {
     /// Build from a parsed spec.
     pub fn from_params(ps: &PolicySpec, m: &Machine, pinned: bool) -> Result<Cfs, String> {
+        let cap_name = ps.name == "capacity-aware";
         let defs = if pinned {
             pinned_info().params
+        } else if cap_name {
+            capacity_aware_info().params
         } else {
             params()
         };
-        let name = if pinned { "pinned" } else { "cfs" };
+        let name = if pinned {
+            "pinned"
+        } else if cap_name {
+            "capacity-aware"
+        } else {
+            "cfs"
+        };
         let p = Params::new(name, &ps.params, &defs)?;
         let factor = 1 + (m.ncpus().clamp(1, 8) as u64).ilog2() as u64;
         let ms = |key: &str, base_us: u64| -> Result<u64, String> {
@@ -209,6 +258,7 @@ impl Cfs {
             next_balance,
             idle: (0..n).collect(),
             fam,
+            capacity_aware: !pinned && p.bool("capacity_aware")?,
         })
     }
 
@@ -320,8 +370,55 @@ impl Cfs {
     }
 
     fn sync_tick(&self, cx: &mut Ctx, cpu: CpuId) {
-        let away = self.rqs[cpu].curr.is_some_and(|t| self.fam.is_away(t));
-        cx.want_tick(cpu, self.rqs[cpu].nr >= 2 || away);
+        let rq = &self.rqs[cpu];
+        let away = rq.curr.is_some_and(|t| self.fam.is_away(t));
+        // Capacity awareness checks for misfits on every busy CPU's tick, as
+        // the kernel's NO_HZ_IDLE ticks every busy CPU.
+        let misfit_watch = self.capacity_aware && rq.curr.is_some();
+        cx.want_tick(cpu, rq.nr >= 2 || away || misfit_watch);
+    }
+
+    /// Bring `t`'s utilisation up to `now`; `running_on` is the CPU it ran on
+    /// since the last update, if it ran.
+    fn update_util(&mut self, cx: &Ctx, t: TaskId, running_on: Option<CpuId>) {
+        let now = cx.now;
+        let contrib = running_on.map(|c| cx.capacity(c) as f64).unwrap_or(0.0);
+        let se = &mut self.se[t];
+        let decay = pelt_decay(now.since(se.util_at));
+        se.util = se.util * decay + contrib * (1.0 - decay);
+        se.util_at = now;
+    }
+
+    /// `t`'s utilisation decayed to now (no update).
+    fn util_now(&self, cx: &Ctx, t: TaskId) -> f64 {
+        match self.se.get(t) {
+            Some(se) if se.seen => se.util * pelt_decay(cx.now.since(se.util_at)),
+            _ => 512.0, // a new task (see `enqueue`)
+        }
+    }
+
+    /// Capacity-aware wake-up placement (`select_idle_capacity`): the first
+    /// idle CPU, scanning from `start`, where the task fits; else the idle
+    /// CPU with the most capacity; else none.
+    fn select_idle_capacity(&self, cx: &Ctx, t: TaskId, start: CpuId) -> Option<CpuId> {
+        let util = self.util_now(cx, t);
+        let aff = &cx.task(t).affinity;
+        let n = cx.ncpus();
+        let mut biggest: Option<(u32, CpuId)> = None;
+        for i in 0..n {
+            let c = (start + i) % n;
+            if !aff.contains(c) || !self.is_idle(cx, c) {
+                continue;
+            }
+            let cap = cx.capacity(c);
+            if util * FIT_MARGIN < cap as f64 {
+                return Some(c);
+            }
+            if biggest.is_none_or(|(bc, _)| cap > bc) {
+                biggest = Some((cap, c));
+            }
+        }
+        biggest.map(|b| b.1)
     }
 
     /// Least loaded allowed online CPU (ties: lowest id).
@@ -491,6 +588,11 @@ impl Scheduler for Cfs {
         if self.pinned {
             return prev_ok.unwrap_or_else(|| self.idlest(cx, t));
         }
+        if self.capacity_aware && matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
+            if let Some(c) = self.select_idle_capacity(cx, t, prev_ok.unwrap_or(0)) {
+                return c;
+            }
+        }
         match (flags, prev_ok) {
             (EnqFlags::Wakeup, Some(p)) => {
                 if self.is_idle(cx, p) {
@@ -535,10 +637,17 @@ impl Scheduler for Cfs {
             if first {
                 se.seen = true;
                 se.frame = cpu;
+                // A new task starts at half the maximum utilisation (the
+                // kernel's post_init_entity_util_avg on an idle system).
+                se.util = 512.0;
+                se.util_at = now;
             }
             first
         };
         self.renormalise(t, cpu);
+        if self.capacity_aware && !first {
+            self.update_util(cx, t, None);
+        }
         let min_vr = self.rqs[cpu].min_vruntime;
         match flags {
             EnqFlags::New => {
@@ -591,6 +700,9 @@ impl Scheduler for Cfs {
         }
         self.rqs[cpu].curr = Some(t);
         self.update_min_vruntime(cpu);
+        if self.capacity_aware {
+            self.update_util(cx, t, None); // it waited, runnable, until now
+        }
         self.sync_tick(cx, cpu);
         Some(t)
     }
@@ -625,6 +737,9 @@ impl Scheduler for Cfs {
     fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, _runnable: bool) {
         let now = cx.now;
         self.update_curr(cpu, now);
+        if self.capacity_aware {
+            self.update_util(cx, t, Some(cpu));
+        }
         let w = self.se[t].weight;
         let rq = &mut self.rqs[cpu];
         debug_assert_eq!(rq.curr, Some(t));
@@ -640,6 +755,23 @@ impl Scheduler for Cfs {
         self.update_curr(cpu, cx.now);
         if self.rqs[cpu].curr != Some(t) {
             return;
+        }
+        if self.capacity_aware {
+            self.update_util(cx, t, Some(cpu));
+            // Misfit (the kernel's update_misfit_status): the task no longer
+            // fits this CPU; move it to an idle CPU with more capacity, the
+            // biggest first (active balancing of a misfit task).
+            let cap = cx.capacity(cpu);
+            if self.se[t].util * FIT_MARGIN > cap as f64 {
+                let aff = cx.task(t).affinity.clone();
+                let dst = (0..cx.ncpus())
+                    .filter(|&c| aff.contains(c) && self.is_idle(cx, c) && cx.capacity(c) > cap)
+                    .max_by_key(|&c| (cx.capacity(c), std::cmp::Reverse(c)));
+                if let Some(dst) = dst {
+                    cx.migrate(t, dst);
+                    return;
+                }
+            }
         }
         if self.rqs[cpu].nr >= 2 {
             // check_preempt_tick
