@@ -672,3 +672,48 @@ fn capacity_aware_moves_a_misfit_to_a_big_core() {
     // runs on the big core.
     assert!(jc.run_s_by_type["big"] > 0.9, "{:?}", jc.run_s_by_type);
 }
+
+#[test]
+fn eas_places_light_tasks_on_little_cores_and_saves_energy() {
+    // Four light tasks (1 ms of work every ~20 ms: utilisation ~50 of 1024)
+    // on 4 big + 4 little cores under schedutil. A big core at its lowest
+    // P-state (800 MHz, 0.70 V) draws 0.15 × 0.7 + 0.9 × 0.49 × 0.8 = 0.458 W
+    // busy for a capacity of 410; a little core at 600 MHz (0.70 V) draws
+    // 0.04 × 0.7 + 0.25 × 0.49 × 0.6 = 0.1015 W for a capacity of 184: per
+    // unit of work the little core costs 0.1015/184 = 0.00055 W against
+    // 0.458/410 = 0.00112 W, so EAS puts the tasks on little cores, where
+    // CFS and capacity-aware keep them on the big cores they start on.
+    let text = |sched: &str| {
+        format!(
+            "duration_s = 3\nscheduler = \"{sched}\"\ngovernor = \"schedutil\"\n\
+             machine.preset = \"big-little-4+4\"\nmachine.platform_base_w = 0.0\n\
+             [[workload.programs]]\nkind = \"phases\"\nthreads = 4\nloops = 100\n\
+             phases = [{{ compute_ms = 1 }}, {{ sleep_ms = 19 }}]\n"
+        )
+    };
+    let eas = go(&text("eas"));
+    let cfs = go(&text("cfs"));
+    let little = |r: &hetsched_core::metrics::RunResults| -> f64 {
+        r.tasks
+            .iter()
+            .map(|t| t.run_s_by_type.get("little").copied().unwrap_or(0.0))
+            .sum::<f64>()
+            / r.tasks.iter().map(|t| t.run_s).sum::<f64>()
+    };
+    assert!(
+        little(&eas) > 0.9,
+        "EAS ran {:.0}% on little cores",
+        100.0 * little(&eas)
+    );
+    assert!(
+        little(&cfs) < 0.5,
+        "CFS ran {:.0}% on little cores",
+        100.0 * little(&cfs)
+    );
+    assert!(
+        eas.summary.energy_j < cfs.summary.energy_j,
+        "{} vs {}",
+        eas.summary.energy_j,
+        cfs.summary.energy_j
+    );
+}

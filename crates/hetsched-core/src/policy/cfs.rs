@@ -76,6 +76,11 @@ fn params() -> Vec<ParamDef> {
         default: "false",
         doc: "capacity-aware wake-up placement and misfit migration (Linux sched-capacity)",
     });
+    v.push(ParamDef {
+        name: "eas",
+        default: "false",
+        doc: "Energy Aware Scheduling of wake-ups (Linux sched-energy; implies capacity_aware)",
+    });
     v.extend(super::fam::params());
     v
 }
@@ -98,6 +103,29 @@ pub fn capacity_aware_info() -> PolicyInfo {
         params,
     }
 }
+
+/// Registry entry of `eas`.
+pub fn eas_info() -> PolicyInfo {
+    let params = params()
+        .into_iter()
+        .map(|mut p| {
+            if p.name == "capacity_aware" || p.name == "eas" {
+                p.default = "true";
+            }
+            p
+        })
+        .collect();
+    PolicyInfo {
+        name: "eas",
+        kind: Kind::Scheduler,
+        doc: "Energy Aware Scheduling on capacity-aware CFS: wake-up placement minimising the estimated energy of the performance domains (at the P-state schedutil would pick), off while any CPU is over-utilised (> 80%)",
+        params,
+    }
+}
+
+/// A CPU is over-utilised above this fraction of its capacity; EAS is off
+/// while any CPU is (the kernel's `cpu_overutilized`, 80%).
+const OVERUTIL: f64 = 0.8;
 
 /// PELT half-life (ms): a contribution loses half its weight every 32 ms.
 const PELT_HALFLIFE_MS: f64 = 32.0;
@@ -184,6 +212,7 @@ pub struct Cfs {
     idle: BTreeSet<CpuId>,
     fam: FaultMigrate,
     capacity_aware: bool,
+    eas: bool,
 }
 
 /// `delta × 1024 / weight`, the kernel's `calc_delta_fair`.
@@ -200,10 +229,13 @@ impl Cfs {
     /// Build from a parsed spec.
     pub fn from_params(ps: &PolicySpec, m: &Machine, pinned: bool) -> Result<Cfs, String> {
         let cap_name = ps.name == "capacity-aware";
+        let eas_name = ps.name == "eas";
         let defs = if pinned {
             pinned_info().params
         } else if cap_name {
             capacity_aware_info().params
+        } else if eas_name {
+            eas_info().params
         } else {
             params()
         };
@@ -211,6 +243,8 @@ impl Cfs {
             "pinned"
         } else if cap_name {
             "capacity-aware"
+        } else if eas_name {
+            "eas"
         } else {
             "cfs"
         };
@@ -258,7 +292,9 @@ impl Cfs {
             next_balance,
             idle: (0..n).collect(),
             fam,
-            capacity_aware: !pinned && p.bool("capacity_aware")?,
+            capacity_aware: !pinned && (p.bool("capacity_aware")? || p.bool("eas")?),
+            // EAS needs asymmetric CPUs (as the kernel's sched_energy_present).
+            eas: !pinned && p.bool("eas")? && m.types.len() > 1,
         })
     }
 
@@ -419,6 +455,87 @@ impl Cfs {
             }
         }
         biggest.map(|b| b.1)
+    }
+
+    /// Utilisation of `cpu`: the sum over its queued and running tasks.
+    fn cpu_util(&self, cx: &Ctx, cpu: CpuId) -> f64 {
+        let rq = &self.rqs[cpu];
+        let queued: f64 = rq.timeline.iter().map(|&(_, t)| self.util_now(cx, t)).sum();
+        queued + rq.curr.map(|t| self.util_now(cx, t)).unwrap_or(0.0)
+    }
+
+    /// Estimated power of frequency domain `d` with the given per-CPU
+    /// utilisations (the kernel's `em_cpu_energy`): at the lowest P-state
+    /// whose capacity covers 1.25 × the highest utilisation (what schedutil
+    /// picks), each CPU draws that P-state's busy power for the fraction of
+    /// time its utilisation keeps it busy.
+    fn domain_power(&self, cx: &Ctx, d: usize, util: &dyn Fn(CpuId) -> f64) -> f64 {
+        let m = cx.machine;
+        let dom = &m.domains[d];
+        let ty = &m.types[dom.ty];
+        let max_util = dom.cpus.iter().map(|&c| util(c)).fold(0.0, f64::max);
+        let need = FIT_MARGIN * max_util;
+        let fmax = ty.fmax() as f64;
+        let ps = ty
+            .pstates
+            .iter()
+            .find(|p| ty.capacity as f64 * p.mhz as f64 / fmax >= need)
+            .unwrap_or_else(|| ty.pstates.last().expect("a type has P-states"));
+        let cap = ty.capacity as f64 * ps.mhz as f64 / fmax;
+        let power = crate::hw::busy_power(ty, ps, 1.0, 1.0);
+        dom.cpus
+            .iter()
+            .map(|&c| power * (util(c).min(cap) / cap))
+            .sum()
+    }
+
+    /// `find_energy_efficient_cpu`: for each frequency domain, the allowed
+    /// CPU with the most spare capacity where the task fits (and the previous
+    /// CPU); the one that adds the least estimated power wins. `None` when
+    /// EAS does not apply (over-utilised system, or nothing fits).
+    fn find_energy_efficient_cpu(&self, cx: &Ctx, t: TaskId, prev: Option<CpuId>) -> Option<CpuId> {
+        let n = cx.ncpus();
+        let utils: Vec<f64> = (0..n).map(|c| self.cpu_util(cx, c)).collect();
+        if (0..n).any(|c| utils[c] > OVERUTIL * cx.capacity(c) as f64) {
+            return None;
+        }
+        let tu = self.util_now(cx, t);
+        let aff = &cx.task(t).affinity;
+        let fits = |c: CpuId| {
+            aff.contains(c) && cx.online(c) && (utils[c] + tu) * FIT_MARGIN < cx.capacity(c) as f64
+        };
+        let mut best: Option<(f64, bool, CpuId)> = None;
+        for d in 0..cx.machine.domains.len() {
+            let cpus = &cx.machine.domains[d].cpus;
+            let mut cands: Vec<CpuId> = Vec::new();
+            if let Some(c) = cpus.iter().copied().filter(|&c| fits(c)).max_by(|&a, &b| {
+                let sa = cx.capacity(a) as f64 - utils[a];
+                let sb = cx.capacity(b) as f64 - utils[b];
+                sa.partial_cmp(&sb)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then(b.cmp(&a))
+            }) {
+                cands.push(c);
+            }
+            if let Some(p) = prev.filter(|p| cpus.contains(p) && fits(*p) && !cands.contains(p)) {
+                cands.push(p);
+            }
+            if cands.is_empty() {
+                continue;
+            }
+            let base = self.domain_power(cx, d, &|c| utils[c]);
+            for c in cands {
+                let with = self.domain_power(cx, d, &|x| utils[x] + if x == c { tu } else { 0.0 });
+                // Ties favour the previous CPU (cache), then the lowest id.
+                let key = (with - base, Some(c) != prev, c);
+                if best.is_none_or(|b| {
+                    key.0 < b.0 - 1e-12 || (key.0 <= b.0 + 1e-12 && (key.1, key.2) < (b.1, b.2))
+                }) {
+                    best = Some(key);
+                }
+            }
+        }
+        best.map(|b| b.2)
     }
 
     /// Least loaded allowed online CPU (ties: lowest id).
@@ -587,6 +704,11 @@ impl Scheduler for Cfs {
         let prev_ok = prev.filter(|&p| aff.contains(p) && cx.online(p));
         if self.pinned {
             return prev_ok.unwrap_or_else(|| self.idlest(cx, t));
+        }
+        if self.eas && flags == EnqFlags::Wakeup {
+            if let Some(c) = self.find_energy_efficient_cpu(cx, t, prev_ok) {
+                return c;
+            }
         }
         if self.capacity_aware && matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
             if let Some(c) = self.select_idle_capacity(cx, t, prev_ok.unwrap_or(0)) {

@@ -517,6 +517,7 @@ pub fn registry() -> Vec<PolicyInfo> {
         dwrr::adwrr_info(),
         dwrr::faster_first_info(),
         cfs::capacity_aware_info(),
+        cfs::eas_info(),
         governors::performance_info(),
         governors::powersave_info(),
         governors::userspace_info(),
@@ -550,7 +551,7 @@ pub fn make_scheduler(spec: &str, m: &Machine) -> Result<Box<dyn Scheduler>, Str
     match ps.name.as_str() {
         "cfs" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, false)?)),
         "pinned" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, true)?)),
-        "capacity-aware" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, false)?)),
+        "capacity-aware" | "eas" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, false)?)),
         "dwrr" | "a-dwrr" | "faster-first" => Ok(Box::new(dwrr::Dwrr::from_params(&ps, m)?)),
         "global-edf" => Ok(Box::new(edf::GlobalEdf::from_params(&ps, m)?)),
         other => Err(unknown(Kind::Scheduler, other)),
