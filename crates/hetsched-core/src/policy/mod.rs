@@ -30,6 +30,7 @@ pub mod dwrr;
 pub mod edf;
 pub mod fam;
 pub mod governors;
+pub mod patel;
 
 use crate::hw::{CpuId, Machine};
 use crate::os::{CpuSet, Task, TaskId};
@@ -524,6 +525,10 @@ pub fn registry() -> Vec<PolicyInfo> {
         governors::ondemand_info(),
         governors::conservative_info(),
         governors::schedutil_info(),
+        patel::cpu_info(),
+        patel::priority_info(),
+        patel::cachemiss_info(),
+        patel::ctxswitch_info(),
     ]
 }
 
@@ -571,9 +576,14 @@ pub fn make_governor(spec: &str, m: &Machine) -> Result<Box<dyn Governor>, Strin
 }
 
 /// Build an agent from its spec string.
-pub fn make_agent(spec: &str, _m: &Machine) -> Result<Box<dyn Agent>, String> {
+pub fn make_agent(spec: &str, m: &Machine) -> Result<Box<dyn Agent>, String> {
     let ps = parse_spec(spec)?;
-    Err(unknown(Kind::Agent, &ps.name))
+    match ps.name.as_str() {
+        "patel-cpu" | "patel-priority" | "patel-cachemiss" | "patel-ctxswitch" => {
+            Ok(Box::new(patel::Patel::from_params(&ps, m)?))
+        }
+        other => Err(unknown(Kind::Agent, other)),
+    }
 }
 
 /// Validate every CPU id of a list against the machine.
