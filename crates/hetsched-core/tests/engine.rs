@@ -1,36 +1,9 @@
 //! End-to-end tests of the engine with hand-computed expectations.
 
-use hetsched_core::scenario::{parse, Format, Scenario};
-use hetsched_core::sim::RunOptions;
-use hetsched_core::{metrics::RunResults, run};
+mod common;
 
-fn scn(text: &str) -> Scenario {
-    parse(text, "test.toml", Format::Toml, &[]).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn go(text: &str) -> RunResults {
-    run(
-        &scn(text),
-        RunOptions {
-            trace: true,
-            check: true,
-        },
-        None,
-        vec![],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(text: &str) -> String {
-    match parse(text, "bad.toml", Format::Toml, &[]) {
-        Ok(s) => match run(&s, RunOptions::default(), None, vec![], None) {
-            Ok(_) => panic!("expected an error"),
-            Err(e) => e.to_string(),
-        },
-        Err(e) => e.to_string(),
-    }
-}
+use common::{err, go, scn};
+use hetsched_core::scenario::{parse, Format};
 
 const ONE_CPU_512: &str = r#"
 duration_s = 100

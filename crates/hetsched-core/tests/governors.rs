@@ -8,38 +8,11 @@
 //! completions of the same instant. The engine starts every domain at its
 //! highest P-state.
 
-use hetsched_core::scenario::{parse, Format, Scenario};
-use hetsched_core::sim::RunOptions;
+mod common;
+
+use common::{err, go, scn};
+use hetsched_core::metrics::RunResults;
 use hetsched_core::trace::TraceEvent;
-use hetsched_core::{metrics::RunResults, run};
-
-fn scn(text: &str) -> Scenario {
-    parse(text, "test.toml", Format::Toml, &[]).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn go(text: &str) -> RunResults {
-    run(
-        &scn(text),
-        RunOptions {
-            trace: true,
-            check: true,
-        },
-        None,
-        vec![],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(text: &str) -> String {
-    match parse(text, "bad.toml", Format::Toml, &[]) {
-        Ok(s) => match run(&s, RunOptions::default(), None, vec![], None) {
-            Ok(_) => panic!("expected an error"),
-            Err(e) => e.to_string(),
-        },
-        Err(e) => e.to_string(),
-    }
-}
 
 /// Frequency changes of domain 0 as (time in ns, MHz).
 fn freqs(r: &RunResults) -> Vec<(u64, u32)> {

@@ -16,13 +16,14 @@
 //! 1/800 = 1.25e-3; fast with 3 processes 1.5/2300 = 6.52e-4, with 4
 //! 2/2300 = 8.70e-4; medium with 3 1.5/1400 = 1.07e-3.
 
+mod common;
+
+use common::{err, go};
 use hetsched_core::metrics::RunResults;
 use hetsched_core::policy::patel::{
     estimate_a, estimate_b, Action, EstimateBIdle, Patel, Rule, SetView,
 };
 use hetsched_core::policy::{registry, Kind, Observation};
-use hetsched_core::scenario::{parse, Format};
-use hetsched_core::sim::RunOptions;
 use hetsched_core::trace::TraceEvent;
 use std::collections::BTreeSet;
 
@@ -54,31 +55,6 @@ fn scenario_with(cpusets: &str, duration_s: f64, agent: &str, programs: &str) ->
 /// A scenario with Patel's cpusets.
 fn scenario(duration_s: f64, agent: &str, programs: &str) -> String {
     scenario_with(PATEL_CPUSETS, duration_s, agent, programs)
-}
-
-fn go(text: &str) -> RunResults {
-    let scn = parse(text, "patel.toml", Format::Toml, &[]).unwrap_or_else(|e| panic!("{e}"));
-    hetsched_core::run(
-        &scn,
-        RunOptions {
-            trace: true,
-            check: true,
-        },
-        None,
-        vec![],
-        None,
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn err(text: &str) -> String {
-    match parse(text, "bad.toml", Format::Toml, &[]) {
-        Ok(s) => match hetsched_core::run(&s, RunOptions::default(), None, vec![], None) {
-            Ok(_) => panic!("expected an error"),
-            Err(e) => e.to_string(),
-        },
-        Err(e) => e.to_string(),
-    }
 }
 
 /// A CPU hog (runs for the whole test).
