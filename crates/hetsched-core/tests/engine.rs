@@ -690,3 +690,20 @@ fn eas_places_light_tasks_on_little_cores_and_saves_energy() {
         cfs.summary.energy_j
     );
 }
+
+#[test]
+fn peak_power_of_an_idle_machine_is_its_idle_power() {
+    // No program at all: four idle cores at 0.1 W each plus 2 W of platform:
+    // the peak is the power from the start, 2.4 W, and 1 s costs 2.4 J.
+    let r = go("duration_s = 1\nstop_when_done = false\nmachine.preset = \"smp-4\"\nmachine.platform_base_w = 2.0\n");
+    assert!(
+        (r.summary.peak_power_w - 2.4).abs() < 1e-9,
+        "{}",
+        r.summary.peak_power_w
+    );
+    assert!(
+        (r.summary.energy_j - 2.4).abs() < 1e-9,
+        "{}",
+        r.summary.energy_j
+    );
+}

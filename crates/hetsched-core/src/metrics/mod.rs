@@ -34,8 +34,8 @@ pub struct Summary {
     /// Patel's metric (a): the mean over programs of (instructions per second
     /// of execution) divided by the average power.
     pub ips_per_w: f64,
-    /// Patel's metric (b): the mean program completion time × the average
-    /// power, s·W.
+    /// Patel's metric (b): the mean completion time of the completed
+    /// program instances × the average power, s·W.
     pub time_x_w: f64,
     pub migrations: u64,
     pub context_switches: u64,

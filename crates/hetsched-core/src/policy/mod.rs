@@ -171,9 +171,10 @@ impl<'a> Ctx<'a> {
     pub fn domain_mhz(&self, domain: usize) -> u32 {
         self.domain_mhz[domain]
     }
-    /// Current capacity of `cpu` out of 1024: type capacity scaled by
-    /// frequency and duty cycle (class-independent), as Linux's
-    /// `capacity_of()` would report it.
+    /// Current capacity of `cpu` out of 1024: the type's capacity scaled by
+    /// the current frequency and the duty cycle (class-independent). Unlike
+    /// the kernel's `capacity_of()`, which is frequency-invariant, this is the
+    /// capacity the CPU delivers at its present P-state.
     pub fn capacity(&self, cpu: CpuId) -> u32 {
         let s = self.machine.compute_speed(cpu, 0, self.cpu_mhz(cpu), false);
         let t = self.machine.ty(cpu);

@@ -1395,6 +1395,9 @@ impl Engine {
                 .push(p, EventClass::Sample, Ev::AgentSample { idx: i as u32 });
         }
         self.started = true;
+        // The power at the start counts towards the peak (a run may have no
+        // event at all).
+        self.peak_power_w = self.total_power + self.m.platform_base_w;
         if let Some(p) = self.gov.period() {
             self.q.push(p, EventClass::Sample, Ev::GovSample);
         }
