@@ -424,15 +424,11 @@ fn migration_cost_follows_the_cache_model() {
     assert_eq!(m(true, 512.0), 4_100);
 }
 
-#[test]
-fn fault_and_migrate_moves_and_returns_after_t_ticks() {
-    // CPU 0 lacks "sse4" (the big core), CPU 1 has it. A thread whose only
-    // phase needs sse4 starts on CPU 0 (lowest id), faults, runs on CPU 1;
-    // with T = 2 it goes back after 2 ticks (8 ms), faults again, and so on:
-    // about one fault per 8 ms of run time.
-    let text = r#"
+/// One big core without "sse4", one small core with it, and a thread whose
+/// only phase needs it; `SCHED` is replaced by the scheduler under test.
+const FAM_SCENARIO: &str = r#"
 duration_s = 1
-scheduler = "cfs[fam=true, fam_ticks=2]"
+scheduler = "SCHED"
 [machine.types.big]
 [machine.types.small]
 features = ["sse4"]
@@ -446,7 +442,15 @@ work_ms = 200
 feature = "sse4"
 working_set_kb = 0
 "#;
-    let r = go(text);
+
+#[test]
+fn fault_and_migrate_moves_and_returns_after_t_ticks() {
+    // CPU 0 lacks "sse4" (the big core), CPU 1 has it. A thread whose only
+    // phase needs sse4 starts on CPU 0 (lowest id), faults, runs on CPU 1;
+    // with T = 2 it goes back after 2 ticks (8 ms), faults again, and so on:
+    // about one fault per 8 ms of run time.
+    let text = FAM_SCENARIO.replace("SCHED", "cfs[fam=true, fam_ticks=2]");
+    let r = go(&text);
     let t = &r.tasks[0];
     assert!(t.killed.is_none(), "{:?}", t.killed);
     // 200 ms of work, all on the small core (the big one faults at once).
@@ -463,7 +467,7 @@ working_set_kb = 0
         "there and back for each fault but the last"
     );
     // Without fault-and-migrate: SIGILL with its reason.
-    let r = go(&text.replace("cfs[fam=true, fam_ticks=2]", "cfs"));
+    let r = go(&FAM_SCENARIO.replace("SCHED", "cfs"));
     assert!(r.tasks[0]
         .killed
         .as_deref()
@@ -495,22 +499,7 @@ fn fault_and_migrate_under_faster_first() {
     // system): the thread starts on the fastest idle CPU (a tie, so CPU 0,
     // which lacks the feature), faults, and returns after T = 2 ticks to the
     // highest-round CPU of its original type.
-    let r = go(r#"
-duration_s = 1
-scheduler = "faster-first[fam=true, fam_ticks=2]"
-[machine.types.big]
-[machine.types.small]
-features = ["sse4"]
-[[machine.clusters]]
-type = "big"
-[[machine.clusters]]
-type = "small"
-[[workload.programs]]
-kind = "sequential"
-work_ms = 200
-feature = "sse4"
-working_set_kb = 0
-"#);
+    let r = go(&FAM_SCENARIO.replace("SCHED", "faster-first[fam=true, fam_ticks=2]"));
     let t = &r.tasks[0];
     assert!(t.killed.is_none(), "{:?}", t.killed);
     assert!(
