@@ -758,7 +758,8 @@ pub fn from_value(mut v: Value) -> Result<Scenario, SimError> {
         }
     })?;
     let mut warnings = Vec::new();
-    build_parts(&spec, &mut warnings, true)?;
+    let parts = build_parts(&spec, &mut warnings)?;
+    build_policies(&spec, &parts.machine, None)?;
     Ok(Scenario { spec, warnings })
 }
 
@@ -784,20 +785,23 @@ impl Scenario {
         extra_agents: Vec<Box<dyn Agent>>,
     ) -> Result<Setup, SimError> {
         let mut w = Vec::new();
-        let (machine, tasks, programs) = build_parts(&self.spec, &mut w, sched.is_none())?;
-        let cpusets = build_cpusets(&self.spec.cpusets, &machine)?;
-        let scheduler = match sched {
+        let Parts {
+            machine,
+            tasks,
+            programs,
+            cpusets,
+        } = build_parts(&self.spec, &mut w)?;
+        let Policies {
+            scheduler,
+            governor,
+            mut agents,
+        } = build_policies(&self.spec, &machine, sched)?;
+        let scheduler = match scheduler {
             Some(s) => s,
+            // A `python:` scheduler that nobody resolved: the registry's error.
             None => policy::make_scheduler(&self.spec.scheduler, &machine)
                 .map_err(|e| at("scheduler", e))?,
         };
-        let governor: Box<dyn Governor> =
-            policy::make_governor(&self.spec.governor, &machine).map_err(|e| at("governor", e))?;
-        let mut agents = Vec::new();
-        for (i, a) in self.spec.agents.iter().enumerate() {
-            agents
-                .push(policy::make_agent(a, &machine).map_err(|e| at(format!("agents[{i}]"), e))?);
-        }
         agents.extend(extra_agents);
         Ok(Setup {
             machine,
@@ -831,12 +835,56 @@ fn positive(path: &str, v: f64) -> Result<(), SimError> {
     Ok(())
 }
 
-/// Build the machine, tasks and programs (and validate everything).
-fn build_parts(
+/// The hardware and workload of a scenario, built and validated.
+struct Parts {
+    machine: Machine,
+    tasks: Vec<Task>,
+    programs: Vec<Program>,
+    cpusets: Vec<Cpuset>,
+}
+
+/// The built policies of a scenario.
+struct Policies {
+    scheduler: Option<Box<dyn Scheduler>>,
+    governor: Box<dyn Governor>,
+    agents: Vec<Box<dyn Agent>>,
+}
+
+/// The policies of a scenario: the scheduler (`None` for a `python:` name,
+/// which the Python layer resolves, unless `sched` replaces it), the
+/// governor and the agents. Building them is also their validation.
+fn build_policies(
     spec: &ScenarioSpec,
-    warnings: &mut Vec<String>,
-    check_policies: bool,
-) -> Result<(Machine, Vec<Task>, Vec<Program>), SimError> {
+    machine: &Machine,
+    sched: Option<Box<dyn Scheduler>>,
+) -> Result<Policies, SimError> {
+    let scheduler = match sched {
+        Some(s) => Some(s),
+        None if spec.scheduler.starts_with("python:") => None,
+        None => {
+            Some(policy::make_scheduler(&spec.scheduler, machine).map_err(|e| at("scheduler", e))?)
+        }
+    };
+    let governor = policy::make_governor(&spec.governor, machine).map_err(|e| at("governor", e))?;
+    let mut agents = Vec::new();
+    for (i, a) in spec.agents.iter().enumerate() {
+        if a.starts_with("python:") {
+            return Err(at(
+                format!("agents[{i}]"),
+                format!("\"{a}\": agents written in Python are passed to hetsched.run(agents=[...]), not named in the scenario"),
+            ));
+        }
+        agents.push(policy::make_agent(a, machine).map_err(|e| at(format!("agents[{i}]"), e))?);
+    }
+    Ok(Policies {
+        scheduler,
+        governor,
+        agents,
+    })
+}
+
+/// Build and validate the machine, cpusets, tasks and programs.
+fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts, SimError> {
     positive("duration_s", spec.duration_s)?;
     if spec.duration_s > 1e7 {
         return Err(at(
@@ -919,20 +967,12 @@ fn build_parts(
         ));
     }
     let (tasks, programs) = build_workload(&spec.workload, &machine, &cpusets)?;
-    if check_policies && !spec.scheduler.starts_with("python:") {
-        policy::make_scheduler(&spec.scheduler, &machine).map_err(|e| at("scheduler", e))?;
-    }
-    policy::make_governor(&spec.governor, &machine).map_err(|e| at("governor", e))?;
-    for (i, a) in spec.agents.iter().enumerate() {
-        if a.starts_with("python:") {
-            return Err(at(
-                format!("agents[{i}]"),
-                format!("\"{a}\": agents written in Python are passed to hetsched.run(agents=[...]), not named in the scenario"),
-            ));
-        }
-        policy::make_agent(a, &machine).map_err(|e| at(format!("agents[{i}]"), e))?;
-    }
-    Ok((machine, tasks, programs))
+    Ok(Parts {
+        machine,
+        tasks,
+        programs,
+        cpusets,
+    })
 }
 
 fn build_machine(
