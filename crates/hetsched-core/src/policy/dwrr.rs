@@ -267,7 +267,8 @@ pub struct Dwrr {
     nidle: usize,
     log: Vec<RoundEvent>,
     dropped: u64,
-    /// Domain frequencies and the slowest CPU's performance at them.
+    /// For `rating=capacity`: domain frequencies and the slowest CPU's
+    /// capacity at them.
     min_perf: Cell<(Vec<u32>, f64)>,
     /// Fault-and-migrate (§5.2).
     fam: super::fam::FaultMigrate,
@@ -448,13 +449,9 @@ impl Dwrr {
         &mut self.th[t]
     }
 
-    /// Performance of `cpu` now, before normalisation.
-    fn perf(&self, cx: &Ctx, cpu: CpuId) -> f64 {
-        match self.rating {
-            RatingSrc::Unit => 1.0,
-            RatingSrc::Capacity => cx.capacity(cpu).max(1) as f64,
-            RatingSrc::Machine => cx.machine.perf(cpu, cx.cpu_mhz(cpu)),
-        }
+    /// Capacity of `cpu` now, for `rating=capacity`.
+    fn cap(cx: &Ctx, cpu: CpuId) -> f64 {
+        cx.capacity(cpu).max(1) as f64
     }
 
     /// Rating of `cpu` now (§4.1, normalised to the slowest CPU). The
@@ -462,8 +459,11 @@ impl Dwrr {
     /// (duty cycles are fixed), so it is cached against them: O(domains)
     /// per call instead of O(cpus).
     fn rating(&self, cx: &Ctx, cpu: CpuId) -> f64 {
-        if self.rating == RatingSrc::Unit {
-            return 1.0;
+        match self.rating {
+            RatingSrc::Unit => return 1.0,
+            // The engine keeps the machine's rating table up to date.
+            RatingSrc::Machine => return cx.rating(cpu),
+            RatingSrc::Capacity => {}
         }
         let mut cache = self.min_perf.take();
         let nd = cx.machine.domains.len();
@@ -471,12 +471,12 @@ impl Dwrr {
         if !fresh {
             cache.0 = (0..nd).map(|d| cx.domain_mhz(d)).collect();
             cache.1 = (0..cx.ncpus())
-                .map(|c| self.perf(cx, c))
+                .map(|c| Self::cap(cx, c))
                 .fold(f64::INFINITY, f64::min);
         }
         let min = cache.1;
         self.min_perf.set(cache);
-        self.perf(cx, cpu) / min
+        Self::cap(cx, cpu) / min
     }
 
     /// The round slice of `t` in its current round, scaled ns.

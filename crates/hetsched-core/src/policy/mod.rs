@@ -130,6 +130,8 @@ pub struct Ctx<'a> {
     pub(crate) domain_mhz: &'a [u32],
     pub(crate) progs: &'a [crate::workload::Program],
     pub(crate) cpusets: &'a [crate::scenario::Cpuset],
+    /// Each CPU's rating, kept by the engine (recomputed at P-state changes).
+    pub(crate) ratings: &'a [f64],
     pub(crate) reqs: &'a mut Vec<Request>,
     pub(crate) rng: &'a mut rand_pcg::Pcg64Mcg,
     pub(crate) obs: &'a [Observation],
@@ -185,11 +187,7 @@ impl<'a> Ctx<'a> {
     /// (or capacity) scaled by its current frequency and duty cycle,
     /// normalised to the slowest CPU of the machine (rating 1.0).
     pub fn rating(&self, cpu: CpuId) -> f64 {
-        let m = self.machine;
-        let min = (0..m.ncpus())
-            .map(|c| m.perf(c, self.cpu_mhz(c)))
-            .fold(f64::INFINITY, f64::min);
-        m.perf(cpu, self.cpu_mhz(cpu)) / min
+        self.ratings[cpu]
     }
     /// The ISA feature the task's current phase needs, if any.
     pub fn task_feature(&self, t: TaskId) -> Option<usize> {
