@@ -1,23 +1,22 @@
 //! DWRR, A-DWRR and faster-first (Li et al. §4.2–4.3.4) against the paper's
 //! worked examples, with the arithmetic in the comments.
 
+mod common;
+
+use common::scn;
 use hetsched_core::hw::CpuId;
 use hetsched_core::metrics::RunResults;
 use hetsched_core::os::TaskId;
 use hetsched_core::policy::dwrr::{Dwrr, RoundEvent, RoundWhat};
 use hetsched_core::policy::{parse_spec, Ctx, EnqFlags, Scheduler};
 use hetsched_core::run;
-use hetsched_core::scenario::{parse, Format, Scenario};
+use hetsched_core::scenario::{parse, Format};
 use hetsched_core::sim::RunOptions;
 use hetsched_core::trace::TraceEvent;
 use std::cell::RefCell;
 use std::rc::Rc;
 
 const MS: u64 = 1_000_000;
-
-fn scn(text: &str) -> Scenario {
-    parse(text, "test.toml", Format::Toml, &[]).unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn opts() -> RunOptions {
     RunOptions {
@@ -620,31 +619,12 @@ fn random_scenario(
     progs: &[(u8, u32, u32, u32, i32, bool)],
     seed: u64,
 ) -> String {
-    let mut s = format!("duration_s = 0.5\nseed = {seed}\n");
-    s += "[machine.types.big]\ncapacity = 1024\nsmt_factor = 0.7\npstates = [{ mhz = 2000, volt = 1.0 }, { mhz = 1000, volt = 0.8 }]\n[machine.types.little]\ncapacity = 400\n";
-    for (i, (cap, cores, smt)) in clusters.iter().enumerate() {
-        let ty = if cap % 2 == 0 { "big" } else { "little" };
-        s += &format!(
-            "[[machine.clusters]]\ntype = \"{ty}\"\ncores = {cores}\nsmt = {smt}\nnode = {}\n",
-            i % 2
-        );
-    }
-    let total: u32 = clusters.iter().map(|c| c.1 * c.2).sum();
-    for &(kind, threads, work, sleep, nice, pin) in progs {
-        s += "[[workload.programs]]\n";
-        match kind % 5 {
-            0 => s += &format!("kind = \"sequential\"\nwork_ms = {work}\n"),
-            1 => s += &format!("kind = \"parallel\"\nthreads = {threads}\nwork_ms = {work}\niterations = 3\n"),
-            2 => s += &format!("kind = \"dynamic\"\nthreads = {threads}\nwork_ms = {work}\nchunks = 17\n"),
-            3 => s += &format!("kind = \"fork_join\"\nthreads = {threads}\nwork_ms = {work}\nseq_fraction = 0.3\niterations = 2\n"),
-            _ => s += &format!("kind = \"phases\"\nthreads = {threads}\nloops = 5\njitter = 0.3\nphases = [{{ compute_ms = {} }}, {{ sleep_ms = {sleep} }}, {{ barrier = true }}]\n", work / 10 + 1),
-        }
-        s += &format!("nice = {nice}\n");
-        if pin {
-            s += &format!("affinity = [0, {}]\n", total - 1);
-        }
-    }
-    s
+    common::random_scenario(
+        &format!("duration_s = 0.5\nseed = {seed}\n"),
+        "pstates = [{ mhz = 2000, volt = 1.0 }, { mhz = 1000, volt = 0.8 }]\n",
+        clusters,
+        progs,
+    )
 }
 
 use proptest::prelude::*;

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{err, go, scn};
+use common::{err, go, scn, PATEL_CPUSETS};
 use hetsched_core::scenario::{parse, Format};
 
 const ONE_CPU_512: &str = r#"
@@ -515,22 +515,9 @@ fn cpusets_run_at_their_own_frequency() {
     // Patel's partition on the Opteron-like preset: 4 × 800, 2 × 1400,
     // 2 × 2300 MHz. 230 ms of reference work (at 2.3 GHz) in the 800 MHz
     // cpuset takes 230 × 2300/800 = 661.25 ms; in the 2.3 GHz one 230 ms.
-    let r = go(r#"
-duration_s = 5
-governor = "userspace"
-machine.preset = "patel-opteron-8"
-[[cpusets]]
-name = "slow"
-cpus = [0, 1, 2, 3]
-mhz = 800
-[[cpusets]]
-name = "medium"
-cpus = [4, 5]
-mhz = 1400
-[[cpusets]]
-name = "fast"
-cpus = [6, 7]
-mhz = 2300
+    let r = go(&format!(
+        "duration_s = 5\ngovernor = \"userspace\"\nmachine.preset = \"patel-opteron-8\"\n{PATEL_CPUSETS}{}",
+        r#"
 [[workload.programs]]
 kind = "sequential"
 work_ms = 230
@@ -539,7 +526,8 @@ cpuset = "slow"
 kind = "sequential"
 work_ms = 230
 cpuset = "fast"
-"#);
+"#
+    ));
     assert!(
         (r.programs[0].completion_s - 0.66125).abs() < 1e-6,
         "{}",

@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{err, go};
+use common::{err, go, PATEL_CPUSETS};
 use hetsched_core::metrics::RunResults;
 use hetsched_core::policy::patel::{
     estimate_a, estimate_b, Action, EstimateBIdle, Patel, Rule, SetView,
@@ -28,21 +28,6 @@ use hetsched_core::trace::TraceEvent;
 use std::collections::BTreeSet;
 
 // ------------------------------------------------------------ helpers
-
-const PATEL_CPUSETS: &str = r#"
-[[cpusets]]
-name = "slow"
-cpus = [0, 1, 2, 3]
-mhz = 800
-[[cpusets]]
-name = "medium"
-cpus = [4, 5]
-mhz = 1400
-[[cpusets]]
-name = "fast"
-cpus = [6, 7]
-mhz = 2300
-"#;
 
 /// A scenario on the Opteron-like preset with the given cpusets.
 fn scenario_with(cpusets: &str, duration_s: f64, agent: &str, programs: &str) -> String {

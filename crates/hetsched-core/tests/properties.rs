@@ -2,6 +2,8 @@
 //! passes the invariant checker (one task per CPU, affinity, work
 //! conservation, monotonic time and energy) and is deterministic.
 
+mod common;
+
 use hetsched_core::run;
 use hetsched_core::scenario::{parse, Format};
 use hetsched_core::sim::RunOptions;
@@ -13,34 +15,11 @@ fn scenario(
     sched: u8,
     seed: u64,
 ) -> String {
-    let mut s = format!(
+    let head = format!(
         "duration_s = 0.5\nseed = {seed}\nscheduler = \"{}\"\n",
         ["cfs", "pinned", "global-edf"][sched as usize % 3]
     );
-    s += "[machine.types.big]\ncapacity = 1024\nsmt_factor = 0.7\n[machine.types.little]\ncapacity = 400\n";
-    for (i, (cap, cores, smt)) in ncpus.iter().enumerate() {
-        let ty = if cap % 2 == 0 { "big" } else { "little" };
-        s += &format!(
-            "[[machine.clusters]]\ntype = \"{ty}\"\ncores = {cores}\nsmt = {smt}\nnode = {}\n",
-            i % 2
-        );
-    }
-    let total: u32 = ncpus.iter().map(|c| c.1 * c.2).sum();
-    for (kind, threads, work, sleep, nice, pin) in progs {
-        s += "[[workload.programs]]\n";
-        match kind % 5 {
-            0 => s += &format!("kind = \"sequential\"\nwork_ms = {work}\n"),
-            1 => s += &format!("kind = \"parallel\"\nthreads = {threads}\nwork_ms = {work}\niterations = 3\n"),
-            2 => s += &format!("kind = \"dynamic\"\nthreads = {threads}\nwork_ms = {work}\nchunks = 17\n"),
-            3 => s += &format!("kind = \"fork_join\"\nthreads = {threads}\nwork_ms = {work}\nseq_fraction = 0.3\niterations = 2\n"),
-            _ => s += &format!("kind = \"phases\"\nthreads = {threads}\nloops = 5\njitter = 0.3\nphases = [{{ compute_ms = {} }}, {{ sleep_ms = {sleep} }}, {{ barrier = true }}]\n", work / 10 + 1),
-        }
-        s += &format!("nice = {nice}\n");
-        if pin {
-            s += &format!("affinity = [0, {}]\n", total - 1);
-        }
-    }
-    s
+    common::random_scenario(&head, "", &ncpus, &progs)
 }
 
 proptest! {

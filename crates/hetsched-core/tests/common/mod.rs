@@ -39,3 +39,59 @@ pub fn err(text: &str) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+/// Patel's cpuset partition of the `patel-opteron-8` preset: 4 × 800 MHz,
+/// 2 × 1400 MHz, 2 × 2300 MHz.
+pub const PATEL_CPUSETS: &str = r#"
+[[cpusets]]
+name = "slow"
+cpus = [0, 1, 2, 3]
+mhz = 800
+[[cpusets]]
+name = "medium"
+cpus = [4, 5]
+mhz = 1400
+[[cpusets]]
+name = "fast"
+cpus = [6, 7]
+mhz = 2300
+"#;
+
+/// A random machine and workload for property tests. `head` holds the
+/// top-level lines (duration, seed, scheduler); `big_extra` extra lines of
+/// the `big` CPU type. `clusters` are (type selector, cores, SMT threads);
+/// `progs` are (kind selector, threads, work ms, sleep ms, nice, pinned).
+pub fn random_scenario(
+    head: &str,
+    big_extra: &str,
+    clusters: &[(u32, u32, u32)],
+    progs: &[(u8, u32, u32, u32, i32, bool)],
+) -> String {
+    let mut s = head.to_string();
+    s += &format!(
+        "[machine.types.big]\ncapacity = 1024\nsmt_factor = 0.7\n{big_extra}[machine.types.little]\ncapacity = 400\n"
+    );
+    for (i, (cap, cores, smt)) in clusters.iter().enumerate() {
+        let ty = if cap % 2 == 0 { "big" } else { "little" };
+        s += &format!(
+            "[[machine.clusters]]\ntype = \"{ty}\"\ncores = {cores}\nsmt = {smt}\nnode = {}\n",
+            i % 2
+        );
+    }
+    let total: u32 = clusters.iter().map(|c| c.1 * c.2).sum();
+    for &(kind, threads, work, sleep, nice, pin) in progs {
+        s += "[[workload.programs]]\n";
+        match kind % 5 {
+            0 => s += &format!("kind = \"sequential\"\nwork_ms = {work}\n"),
+            1 => s += &format!("kind = \"parallel\"\nthreads = {threads}\nwork_ms = {work}\niterations = 3\n"),
+            2 => s += &format!("kind = \"dynamic\"\nthreads = {threads}\nwork_ms = {work}\nchunks = 17\n"),
+            3 => s += &format!("kind = \"fork_join\"\nthreads = {threads}\nwork_ms = {work}\nseq_fraction = 0.3\niterations = 2\n"),
+            _ => s += &format!("kind = \"phases\"\nthreads = {threads}\nloops = 5\njitter = 0.3\nphases = [{{ compute_ms = {} }}, {{ sleep_ms = {sleep} }}, {{ barrier = true }}]\n", work / 10 + 1),
+        }
+        s += &format!("nice = {nice}\n");
+        if pin {
+            s += &format!("affinity = [0, {}]\n", total - 1);
+        }
+    }
+    s
+}
