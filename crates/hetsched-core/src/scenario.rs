@@ -908,7 +908,6 @@ fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts,
             }
         }
     }
-    let machine_features = features.len();
     for (i, p) in spec.workload.programs.iter().enumerate() {
         let mut names = vec![(format!("workload.programs[{i}].class"), p.class.clone())];
         let mut feats = p
@@ -947,7 +946,6 @@ fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts,
             }
         }
     }
-    let _ = machine_features;
     if features.len() > 64 {
         return Err(at(
             "machine.types",

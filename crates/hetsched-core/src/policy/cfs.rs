@@ -936,15 +936,15 @@ impl Scheduler for Cfs {
         handled
     }
 
-    fn reweight(&mut self, _cx: &mut Ctx, t: TaskId, _old: u32) {
+    fn reweight(&mut self, cx: &mut Ctx, t: TaskId, _old: u32) {
         // The new weight is read at the next enqueue; adjust a queued or
         // running task's contribution now.
         if t >= self.se.len() {
             return;
         }
-        let new_w = _cx.task(t).weight as u64;
+        let new_w = cx.task(t).weight as u64;
         let se = &self.se[t];
-        let cpu = _cx.task(t).cpu;
+        let cpu = cx.task(t).cpu;
         let counted = se.queued || self.rqs[cpu].curr == Some(t);
         if counted {
             let old_w = se.weight;

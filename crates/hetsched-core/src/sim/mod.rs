@@ -1481,6 +1481,8 @@ impl Engine {
             self.set_state(t, s);
         }
         if let Some(cb) = progress.as_mut() {
+            // The final 100% report: the run is complete, so an interrupt
+            // arriving now has nothing left to stop.
             let _ = cb(self.now.as_secs_f64(), end_s);
         }
         Ok(())
