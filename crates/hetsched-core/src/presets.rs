@@ -104,9 +104,14 @@ pstates = [
   { mhz = 1800, volt = 1.15 },
   { mhz = 2300, volt = 1.25 },
 ]
-# About 11 W per busy core at 2.3 GHz (2.8 × 1.25² × 2.3 + 0.8 × 1.25),
-# 2 W when idle.
-power = { dyn_w_per_v2ghz = 2.8, static_w_per_v = 0.8, idle_w = 2.0, stall_activity = 0.3 }
+# About 11 W per busy core at 2.3 GHz (2.8 × 1.25² × 2.3 + 0.8 × 1.25).
+# Idle: these 45 nm Family 10h cores have no power gating (no C6), so a
+# halted core keeps leaking at its supply voltage. Leakage is taken as about
+# 30 % of a busy core's power at the top P-state (a typical share for 45 nm
+# high-performance logic), 3.3 W at 1.25 V, cubic in V (V × I_leak, I_leak
+# ~ V²): 1.7 W/V³. The halted core's clock tree keeps about 5 % of C_eff
+# switching: 0.14 W/(V² GHz). Idle: 3.8 W at 2.3 GHz, 1.56 W at 800 MHz.
+power = { dyn_w_per_v2ghz = 2.8, static_w_per_v = 0.8, idle_w = 0.0, idle_leak_w_per_v3 = 1.7, idle_clock_w_per_v2ghz = 0.14, stall_activity = 0.3 }
 freq_transition_us = 100
 [[clusters]]
 type = "opteron"

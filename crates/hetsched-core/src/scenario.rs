@@ -59,6 +59,9 @@ fn d_static() -> f64 {
 fn d_idle() -> f64 {
     0.1
 }
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
 fn d_stall() -> f64 {
     0.3
 }
@@ -289,6 +292,14 @@ pub struct PowerSpec {
     /// Relative switching activity while stalled on memory (0..1).
     #[serde(default = "d_stall")]
     pub stall_activity: f64,
+    /// Idle leakage, W per V³, added to `idle_w` at the domain's voltage
+    /// (default 0: idle power independent of the P-state).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idle_leak_w_per_v3: f64,
+    /// Idle clock-tree switching, W per (V² · GHz), added to `idle_w`
+    /// (default 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idle_clock_w_per_v2ghz: f64,
 }
 
 impl Default for PowerSpec {
@@ -298,6 +309,8 @@ impl Default for PowerSpec {
             static_w_per_v: d_static(),
             idle_w: d_idle(),
             stall_activity: d_stall(),
+            idle_leak_w_per_v3: 0.0,
+            idle_clock_w_per_v2ghz: 0.0,
         }
     }
 }
@@ -469,6 +482,11 @@ pub struct ProgramSpec {
     /// Nice value, -20..19.
     #[serde(default)]
     pub nice: i32,
+    /// Nice values of later instances of a repeated program: the step
+    /// `{ after = k, nice = n }` gives the threads nice `n` from instance
+    /// `k + 1` on (after `k` completed instances).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nice_schedule: Vec<NiceStep>,
     /// Allowed CPUs (default all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Vec<u32>>,
@@ -500,6 +518,16 @@ pub struct ProgramSpec {
     /// Uniform relative jitter of compute and sleep times, [0, 1).
     #[serde(default)]
     pub jitter: f64,
+}
+
+/// A step of a program's `nice_schedule`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NiceStep {
+    /// Completed instances after which the step applies (1 ≤ after < repeat).
+    pub after: u32,
+    /// Nice value from then on, -20..19.
+    pub nice: i32,
 }
 
 /// One phase of a `phases` program: exactly one of `compute_ms`,
@@ -1075,6 +1103,20 @@ fn build_machine(
             "0 to 1",
         )?;
         finite_in(
+            &format!("{p}.power.idle_leak_w_per_v3"),
+            pw.idle_leak_w_per_v3,
+            0.0,
+            1e4,
+            "0 to 1e4",
+        )?;
+        finite_in(
+            &format!("{p}.power.idle_clock_w_per_v2ghz"),
+            pw.idle_clock_w_per_v2ghz,
+            0.0,
+            1e4,
+            "0 to 1e4",
+        )?;
+        finite_in(
             &format!("{p}.freq_transition_us"),
             t.freq_transition_us,
             0.0,
@@ -1097,6 +1139,8 @@ fn build_machine(
                 static_w_per_v: pw.static_w_per_v,
                 idle_w: pw.idle_w,
                 stall_activity: pw.stall_activity,
+                idle_leak_w_per_v3: pw.idle_leak_w_per_v3,
+                idle_clock_w_per_v2ghz: pw.idle_clock_w_per_v2ghz,
             },
             freq_transition: SimTime::from_ns_f64(t.freq_transition_us * 1e3),
             rating: match t.rating {
@@ -1439,6 +1483,28 @@ fn build_workload(
                 format!("{} is out of range; allowed -20 to 19", p.nice),
             ));
         }
+        let mut prev_after = 0;
+        for (k, step) in p.nice_schedule.iter().enumerate() {
+            let sp = format!("{base}.nice_schedule[{k}]");
+            if step.after <= prev_after || step.after >= p.repeat {
+                return Err(at(
+                    format!("{sp}.after"),
+                    format!(
+                        "{} is not allowed; steps need increasing values from {} to repeat - 1 = {}",
+                        step.after,
+                        prev_after + 1,
+                        p.repeat.saturating_sub(1)
+                    ),
+                ));
+            }
+            prev_after = step.after;
+            if !(-20..=19).contains(&step.nice) {
+                return Err(at(
+                    format!("{sp}.nice"),
+                    format!("{} is out of range; allowed -20 to 19", step.nice),
+                ));
+            }
+        }
         finite_in(
             &format!("{base}.mem"),
             p.mem,
@@ -1558,6 +1624,7 @@ fn build_workload(
             rel_deadline: SimTime::ZERO,
             jitter: p.jitter,
             completions: vec![],
+            nice_schedule: p.nice_schedule.iter().map(|n| (n.after, n.nice)).collect(),
         };
         // Per-thread (ops, loops); identical threads share one Arc.
         let mut per_thread: Vec<(Arc<[Op]>, u32)> = Vec::new();

@@ -536,11 +536,15 @@ cpuset = "fast"
     assert!((r.programs[1].completion_s - 0.230).abs() < 1e-6);
     assert_eq!(r.cpus[0].final_mhz, 800);
     assert_eq!(r.cpus[5].final_mhz, 1400);
-    // Peak: platform 98 W + 6 idle cores × 2 W + a busy core at 800 MHz
+    // Peak: platform 98 W + a busy core at 800 MHz
     // (0.8×0.95 + 2.8×0.9025×0.8 = 2.7816 W) + one at 2300 MHz
-    // (0.8×1.25 + 2.8×1.5625×2.3 = 11.0625 W) = 123.8441 W.
+    // (0.8×1.25 + 2.8×1.5625×2.3 = 11.0625 W) + six idle cores, whose power
+    // is 1.7 × V³ + 0.14 × V² × f_GHz at their cpuset's P-state:
+    // three at 800 MHz (1.4575375 + 0.10108 = 1.5586175 W), two at 1400 MHz
+    // (1.9679625 + 0.21609 = 2.1840525 W), one at 2300 MHz
+    // (3.3203125 + 0.503125 = 3.8234375 W): 124.711495 W.
     assert!(
-        (r.summary.peak_power_w - 123.8441).abs() < 1e-6,
+        (r.summary.peak_power_w - 124.711495).abs() < 1e-6,
         "{}",
         r.summary.peak_power_w
     );

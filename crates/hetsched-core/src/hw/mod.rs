@@ -35,7 +35,9 @@ pub struct PState {
 /// `static_w_per_v × V + dyn_w_per_v2ghz × V² × f_GHz × activity`, where the
 /// activity is the duty cycle times the fraction of time spent computing plus
 /// `stall_activity` times the fraction stalled on memory. An idle CPU draws
-/// `idle_w`.
+/// `idle_w + idle_leak_w_per_v3 × V³ + idle_clock_w_per_v2ghz × V² × f_GHz`
+/// at the P-state of its frequency domain (both voltage terms are 0 by
+/// default, which leaves idle power independent of the P-state).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PowerModel {
     /// Dynamic power coefficient, watts per (V² · GHz): the effective switched
@@ -47,6 +49,13 @@ pub struct PowerModel {
     pub idle_w: f64,
     /// Relative switching activity while stalled on memory (0..1).
     pub stall_activity: f64,
+    /// Leakage of an idle (halted, not power-gated) CPU, W per V³: leakage
+    /// power is `V × I_leak` and the leakage current grows about as `V²`
+    /// over a DVFS range, so a core parked at a lower voltage leaks less.
+    pub idle_leak_w_per_v3: f64,
+    /// Switching that goes on in an idle CPU (clock tree and what clock
+    /// gating leaves running), W per (V² · GHz).
+    pub idle_clock_w_per_v2ghz: f64,
 }
 
 impl Default for PowerModel {
@@ -56,6 +65,8 @@ impl Default for PowerModel {
             static_w_per_v: 0.3,
             idle_w: 0.1,
             stall_activity: 0.3,
+            idle_leak_w_per_v3: 0.0,
+            idle_clock_w_per_v2ghz: 0.0,
         }
     }
 }
@@ -282,6 +293,18 @@ pub fn busy_power(t: &CpuType, ps: &PState, duty: f64, cf: f64) -> f64 {
         + p.dyn_w_per_v2ghz * ps.volt * ps.volt * (ps.mhz as f64 / 1000.0) * activity
 }
 
+/// Power of an idle CPU of type `t` whose frequency domain is at P-state `ps`:
+/// `idle_w + idle_leak_w_per_v3 × V³ + idle_clock_w_per_v2ghz × V² × f_GHz`.
+/// With both voltage terms 0 (the default) this is `idle_w` at every P-state.
+#[inline]
+pub fn idle_power(t: &CpuType, ps: &PState) -> f64 {
+    let p = &t.power;
+    let v = ps.volt;
+    p.idle_w
+        + p.idle_leak_w_per_v3 * v * v * v
+        + p.idle_clock_w_per_v2ghz * v * v * (ps.mhz as f64 / 1000.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,6 +338,8 @@ mod tests {
                 static_w_per_v: 0.5,
                 idle_w: 0.1,
                 stall_activity: 0.0,
+                idle_leak_w_per_v3: 0.0,
+                idle_clock_w_per_v2ghz: 0.0,
             },
             freq_transition: SimTime::ZERO,
             rating: None,
@@ -323,5 +348,38 @@ mod tests {
         assert!((busy_power(&t, &t.pstates[0], 1.0, 1.0) - 6.36).abs() < 1e-12);
         // half stalled with zero stall activity: dynamic part halves
         assert!((busy_power(&t, &t.pstates[0], 1.0, 0.5) - (0.6 + 2.88)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn idle_power_is_constant_unless_the_voltage_terms_are_set() {
+        let mut t = CpuType {
+            name: "x".into(),
+            capacity: 1024,
+            pstates: vec![
+                PState {
+                    mhz: 800,
+                    volt: 0.9,
+                },
+                PState {
+                    mhz: 2000,
+                    volt: 1.2,
+                },
+            ],
+            class_speedup: vec![],
+            features: 0,
+            smt_factor: 1.0,
+            power: PowerModel::default(),
+            freq_transition: SimTime::ZERO,
+            rating: None,
+        };
+        // Default: 0.1 W at both P-states.
+        assert_eq!(idle_power(&t, &t.pstates[0]), 0.1);
+        assert_eq!(idle_power(&t, &t.pstates[1]), 0.1);
+        t.power.idle_leak_w_per_v3 = 2.0;
+        t.power.idle_clock_w_per_v2ghz = 0.5;
+        // 0.1 + 2×0.729 + 0.5×0.81×0.8 = 0.1 + 1.458 + 0.324 = 1.882 W
+        assert!((idle_power(&t, &t.pstates[0]) - 1.882).abs() < 1e-12);
+        // 0.1 + 2×1.728 + 0.5×1.44×2.0 = 0.1 + 3.456 + 1.44 = 4.996 W
+        assert!((idle_power(&t, &t.pstates[1]) - 4.996).abs() < 1e-12);
     }
 }

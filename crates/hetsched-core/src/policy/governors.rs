@@ -91,10 +91,18 @@ pub fn make_static(ps: &PolicySpec, m: &Machine) -> Result<Box<dyn Governor>, St
                         if t.pstate_index(v).is_none() {
                             let avail: Vec<String> =
                                 t.pstates.iter().map(|s| s.mhz.to_string()).collect();
+                            let below = t.pstates.iter().rev().find(|s| s.mhz < v);
+                            let above = t.pstates.iter().find(|s| s.mhz > v);
+                            let near: Vec<String> = [below, above]
+                                .iter()
+                                .flatten()
+                                .map(|s| format!("{} MHz", s.mhz))
+                                .collect();
                             return Err(format!(
-                                "userspace[mhz]: {v} MHz is not a P-state of cpu type \"{}\" (domain {}); available: {}",
+                                "userspace[mhz]: {v} MHz is not a P-state of cpu type \"{}\" (domain {}); nearest: {}; available: {}",
                                 t.name,
                                 d.id,
+                                near.join(" or "),
                                 avail.join(", ")
                             ));
                         }

@@ -17,7 +17,7 @@
 pub mod queue;
 
 use crate::error::SimError;
-use crate::hw::{busy_power, compute_fraction, progress_rate, CpuId, Machine};
+use crate::hw::{busy_power, compute_fraction, idle_power, progress_rate, CpuId, Machine};
 use crate::os::{nice_to_weight, CpuSet, Task, TaskId, TaskState};
 use crate::policy::{Agent, Ctx, EnqFlags, Governor, Observation, Request, Scheduler};
 use crate::time::SimTime;
@@ -404,7 +404,9 @@ impl Engine {
         match self.current[cpu] {
             None => {
                 self.cpus[cpu].rate = 0.0;
-                self.cpus[cpu].power = ty.power.idle_w;
+                let mhz = self.dom_mhz[hw.domain];
+                let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
+                self.cpus[cpu].power = idle_power(ty, &ty.pstates[ps_idx]);
             }
             Some(t) => {
                 let task = &self.tasks[t];
@@ -1141,6 +1143,22 @@ impl Engine {
             prog.chunks_left = prog.chunks;
             prog.barrier_waiting.clear();
             prog.barrier_count = prog.barrier_size;
+        }
+        // A program's nice_schedule renices its threads as a later instance
+        // starts (they are not queued now; the scheduler reads the weight at
+        // the next enqueue).
+        let inst = self.progs[p].instance;
+        let renice = self.progs[p]
+            .nice_schedule
+            .iter()
+            .find(|&&(after, _)| after == inst)
+            .map(|&(_, nice)| nice);
+        if let Some(nice) = renice {
+            for i in 0..nthreads {
+                let t = self.progs[p].threads[i];
+                self.tasks[t].nice = nice;
+                self.tasks[t].weight = nice_to_weight(nice);
+            }
         }
         let rel = self.progs[p].rel_deadline;
         let periodic = self.progs[p].period > SimTime::ZERO;

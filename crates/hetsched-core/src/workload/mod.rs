@@ -96,4 +96,7 @@ pub struct Program {
     pub jitter: f64,
     /// Completed instances: (instance, start, end).
     pub completions: Vec<(u32, SimTime, SimTime)>,
+    /// `(after, nice)`: from instance `after` (0-based) on, the threads run
+    /// at this nice value (ascending `after`).
+    pub nice_schedule: Vec<(u32, i32)>,
 }
