@@ -648,19 +648,30 @@ def patel_order(scale: str) -> list[Row]:
             algos += [("3", "Algorithm 3"), ("4", "Algorithm 4")]
         for policy, label in algos:
             m = measure(4, scale, policy, kind)
-            g1 = ", ".join(groups[0])
+            holds = _groups_hold(m, groups)
+            last1 = max((t, p) for p, t in m.finish_s.items() if _base(p) in groups[0])
+            first2 = min((t, p) for p, t in m.finish_s.items() if _base(p) in groups[1])
+            note = (
+                f"last of group 1: {last1[1]} at {last1[0]:.2f} s; first of group 2: "
+                f"{first2[1]} at {first2[0]:.2f} s"
+            )
+            if not holds:
+                note += (
+                    "; nice values only share out a core among the processes queued on "
+                    "it, so a process's length and waits (mcf's are an assumption of its "
+                    "model) can outweigh its priority"
+                )
             rows.append(
                 Row(
                     id="patel-order",
                     claim=f"Table 8, Task 4, {label}, {PRIORITY_LABEL[kind]}: group 1 "
-                    f"({g1}) completes before group 2 ({', '.join(groups[1])})",
+                    f"({', '.join(groups[0])}) completes before group 2 "
+                    f"({', '.join(groups[1])})",
                     published="yes",
-                    simulated="yes" if _groups_hold(m, groups) else "no",
+                    simulated="yes" if holds else "no",
                     tolerance="exact",
-                    verdict=verdict_trend(_groups_hold(m, groups)),
-                    note="last finish of group 1 / first of group 2 (s): "
-                    + f"{max(t for p, t in m.finish_s.items() if _base(p) in groups[0]):.2f} / "
-                    + f"{min(t for p, t in m.finish_s.items() if _base(p) in groups[1]):.2f}",
+                    verdict=verdict_trend(holds),
+                    note=note,
                 )
             )
     return rows
@@ -711,7 +722,15 @@ def patel_best(scale: str) -> list[Row]:
             simulated=round(best_sav[1]["savings"], 2),
             tolerance="trend: > 0 in every trial",
             verdict=verdict_trend(saves and best_sav[1]["savings"] > 0),
-            note=f"best: {best_sav[0]}; savings in every trial: {'yes' if saves else 'no'}",
+            note=f"best: {best_sav[0]}; savings in every trial: "
+            + (
+                "yes"
+                if saves
+                else "no ("
+                + ", ".join(f"{k}: {r['savings']:.1f} %" for k, r in results if r["savings"] <= 0)
+                + "); "
+                + POWER_LACKS
+            ),
         ),
         Row(
             id="patel-best",
