@@ -132,3 +132,17 @@ def test_comparison_covers_every_policy_and_task(capsys) -> None:
     assert patel_cli(["compare", "--scale", "quick", "--task", "2"]) == 0
     out = capsys.readouterr().out
     assert "eas + schedutil" in out and "patel-ctxswitch (Alg. 4)" in out
+
+
+@pytest.mark.parametrize(
+    ("published", "simulated", "verdict"),
+    [
+        (5.08, 12.0, "match"),  # same sign, within 10 points
+        (5.08, 20.0, "trend"),  # same sign only
+        (5.08, -1.0, "differs"),  # within 10 points but the other sign
+        (-30.06, -45.0, "trend"),
+        (3.13, -48.3, "differs"),
+    ],
+)
+def test_table_4_tolerance_is_sign_and_ten_points(published, simulated, verdict) -> None:
+    assert P._sign_row("patel-t4", "x", published, simulated, "").verdict == verdict

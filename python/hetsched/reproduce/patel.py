@@ -422,7 +422,10 @@ def _sign_row(rid: str, claim: str, published: float, simulated: float, note: st
         published=published,
         simulated=round(simulated, 2),
         tolerance=f"sign, ±{T4_POINTS:g} points",
-        verdict=verdict_within(published, simulated, abs_tol=T4_POINTS, trend_ok=same_sign),
+        # "sign + 10 points": a match needs both; the sign alone is a trend.
+        verdict=verdict_within(published, simulated, abs_tol=T4_POINTS, trend_ok=True)
+        if same_sign
+        else "differs",
         note=note,
     )
 
