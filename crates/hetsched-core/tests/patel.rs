@@ -932,3 +932,29 @@ fn t22_dynamic_priorities_renice_once_after_the_first_cycles() {
     o.nice = -14;
     assert_eq!(renices(p.plan(&[o, other], &s, 8, 2.0)), []);
 }
+
+#[test]
+fn t23_first_sample_places_arrivals_early() {
+    // Two hogs start on CPUs 0 and 1 (slow). With the default first sample
+    // (one interval, 1 s) they run there until 1 s; with first_sample_ms=10
+    // the arrival rule moves them (to fast, the least estimate_a) at 10 ms.
+    let progs = format!("{}{}", hog("a", 2.0, ""), hog("b", 2.0, ""));
+    let late = go(&scenario(3.0, "patel-cpu[interval_ms=1000]", &progs));
+    let early = go(&scenario(
+        3.0,
+        "patel-cpu[interval_ms=1000,first_sample_ms=10]",
+        &progs,
+    ));
+    for p in ["a", "b"] {
+        assert_in(&late, p, "slow", 0.0, 0.99);
+        assert_in(&early, p, "fast", 0.1, 0.99);
+    }
+    let e = match Patel::from_spec("patel-cpu[first_sample_ms=0]") {
+        Ok(_) => panic!("accepted"),
+        Err(e) => e,
+    };
+    assert!(
+        e.contains("patel-cpu[first_sample_ms]: 0 is out of range; allowed 0.001 to 86400000"),
+        "{e}"
+    );
+}

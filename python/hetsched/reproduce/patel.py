@@ -268,6 +268,11 @@ def interval_ms(n: int, scale: str = "full") -> float:
     return round(sum(lengths) / len(lengths), 1)
 
 
+#: When the agents first sample, ms: Patel places a process on arrival
+#: (initial placement by the least throughput estimate a), not one interval
+#: later; a daemon that polls for new processes every 10 ms sees them by then.
+FIRST_SAMPLE_MS = 10.0
+
 #: Agents by algorithm number.
 ALGORITHMS = {1: "patel-cpu", 2: "patel-priority", 3: "patel-cachemiss", 4: "patel-ctxswitch"}
 
@@ -301,7 +306,10 @@ def task(
     elif policy in ("capacity-aware", "eas"):
         scenario.update(scheduler=policy, governor="schedutil")
     elif policy in ("1", "2", "3", "4"):
-        agent = f"{ALGORITHMS[int(policy)]}[interval_ms={interval_ms(n, scale):g}]"
+        agent = (
+            f"{ALGORITHMS[int(policy)]}[interval_ms={interval_ms(n, scale):g},"
+            f"first_sample_ms={FIRST_SAMPLE_MS:g}]"
+        )
         scenario.update(scheduler="cfs", governor="userspace", agents=[agent], cpusets=CPUSETS)
     else:
         raise ValueError(

@@ -344,6 +344,10 @@ pub trait Agent {
     fn name(&self) -> &str;
     /// Sampling period.
     fn period(&self) -> SimTime;
+    /// Time of the first sample (default: one period after the start).
+    fn first_sample(&self) -> SimTime {
+        self.period()
+    }
     /// Called once at start.
     fn init(&mut self, _cx: &mut Ctx) {}
     /// Periodic sample; `cx.observations()` holds the observables.

@@ -433,6 +433,7 @@ pub struct Patel {
     name: String,
     alg: Algorithm,
     period: SimTime,
+    first: SimTime,
     index_rule: IndexRule,
     wait: WaitDef,
     load: LoadDef,
@@ -469,6 +470,11 @@ fn params(alg: Algorithm) -> Vec<ParamDef> {
             name: "estimate_b_idle",
             default: "inverse",
             doc: "throughput estimate b of a cpuset with < 1 thread per ready queue: inverse = 1/frequency (as written), freq = frequency",
+        },
+        ParamDef {
+            name: "first_sample_ms",
+            default: "interval_ms",
+            doc: "time of the first sample, where the processes already started are placed as arrivals; Patel places a process when it arrives, so set it short (e.g. 10)",
         },
     ];
     if alg != Algorithm::Cpu {
@@ -585,6 +591,11 @@ impl Patel {
         let defs = params(alg);
         let p = Params::new(policy, &ps.params, &defs)?;
         let interval = p.f64("interval_ms", 1.0, 86_400_000.0)?;
+        let first = if p.given("first_sample_ms") {
+            p.f64("first_sample_ms", 0.001, 86_400_000.0)?
+        } else {
+            interval
+        };
         let index_rule = match p.choice("index_rule", &["or", "and"])?.as_str() {
             "or" => IndexRule::Or,
             _ => IndexRule::And,
@@ -663,6 +674,7 @@ impl Patel {
             name,
             alg,
             period: SimTime::from_ms_f64(interval),
+            first: SimTime::from_ms_f64(first),
             index_rule,
             wait,
             load,
@@ -957,6 +969,10 @@ impl Agent for Patel {
 
     fn period(&self) -> SimTime {
         self.period
+    }
+
+    fn first_sample(&self) -> SimTime {
+        self.first
     }
 
     fn init(&mut self, cx: &mut Ctx) {

@@ -1409,9 +1409,9 @@ impl Engine {
             self.src = Src::Agent(i);
             self.agents[i].init(cx!(self));
             self.apply()?;
-            let p = self.agents[i].period();
+            let first = self.agents[i].first_sample();
             self.q
-                .push(p, EventClass::Sample, Ev::AgentSample { idx: i as u32 });
+                .push(first, EventClass::Sample, Ev::AgentSample { idx: i as u32 });
         }
         self.started = true;
         // The power at the start counts towards the peak (a run may have no
