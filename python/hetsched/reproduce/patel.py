@@ -634,9 +634,10 @@ def patel_order(scale: str) -> list[Row]:
                         + (
                             ""
                             if m.order == pub
-                            else "; with at most 8 processes on 8 cores nice values "
-                            "hardly matter in the model (no core is shared), so the "
-                            "order follows the programs' lengths"
+                            else "; nice values only divide a core among the processes "
+                            "queued on it, and with at most 8 processes on 8 cores "
+                            "few share one, so the order follows the programs' "
+                            "lengths and waits"
                         ),
                     )
                 )
