@@ -6,6 +6,10 @@ engine alone (the Rust benchmark binary, median of several runs, peak memory
 from the kernel's accounting of that process) and once through the Python
 API, and writes ``bench/results.json``.
 
+Then a scaling series in CPUs and threads under CFS (engine time, events per
+second, simulated seconds per wall second, peak memory of a child process per
+point) and the side-by-side comparison with SimSo (``compare_simso.py``).
+
 Timings are compared as medians of runs made in one invocation; nothing
 here is asserted, since shared machines are noisy.
 """
@@ -81,12 +85,80 @@ def run_python(scenario: Path) -> dict:
     }
 
 
+#: (CPUs, threads, simulated seconds) of the scaling series.
+SCALING = [
+    (8, 100, 10.0),
+    (64, 1_000, 10.0),
+    (256, 10_000, 2.0),
+    (1024, 10_000, 2.0),
+    (1024, 100_000, 1.0),
+]
+#: The target point: 1024 CPUs, 100 000 threads, 10 virtual seconds.
+BIG = (1024, 100_000, 10.0)
+
+SCALING_CHILD = r"""
+import json, resource, sys, time
+import hetsched
+cpus, threads, dur = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+scn = {
+    "name": f"scale-{cpus}x{threads}", "seed": 1, "duration_s": dur,
+    "stop_when_done": False, "scheduler": "cfs", "governor": "performance",
+    "machine": {
+        "types": {"core": {"capacity": 1024, "pstates": [{"mhz": 2000, "volt": 1.0}]}},
+        "clusters": [{"type": "core", "cores": cpus}],
+    },
+    "workload": {"programs": [{
+        "name": "workers", "kind": "phases", "threads": threads, "loops": 10**9,
+        "jitter": 0.5, "phases": [{"compute_ms": 2}, {"sleep_ms": 30}],
+    }]},
+}
+parsed = hetsched.loads(json.dumps(scn), fmt="json")
+t0 = time.perf_counter()
+res = hetsched.run(parsed)
+wall = time.perf_counter() - t0
+s = res.summary
+print(json.dumps({
+    "cpus": cpus, "threads": threads, "sim_s": dur, "events": s["events"],
+    "engine_wall_s": s["wall_s"], "total_wall_s": wall,
+    "events_per_sec": s["events"] / s["wall_s"],
+    "sim_s_per_wall_s": dur / wall,
+    "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+}))
+"""
+
+
+def run_scaling(points: list[tuple[int, int, float]]) -> list[dict]:
+    """One child process per point, so each peak RSS is that point's own."""
+    rows = []
+    for cpus, threads, dur in points:
+        print(f"scaling: {cpus} CPUs, {threads} threads, {dur:g} s ...", file=sys.stderr)
+        proc = subprocess.run(
+            [sys.executable, "-c", SCALING_CHILD, str(cpus), str(threads), str(dur)],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            rows.append(
+                {"cpus": cpus, "threads": threads, "sim_s": dur, "error": proc.stderr[-500:]}
+            )
+            continue
+        row = json.loads(proc.stdout.strip().splitlines()[-1])
+        row["kib_per_task"] = row["peak_rss_mib"] * 1024 / threads
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--runs", type=int, default=3, help="engine runs per scenario (median reported)"
     )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
+    ap.add_argument("--no-simso", action="store_true", help="skip the SimSo comparison")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the scaling series")
+    ap.add_argument(
+        "--big", action="store_true", help="also run the 1024-CPU, 100 000-thread, 10 s point"
+    )
     args = ap.parse_args(argv)
 
     import hetsched
@@ -109,6 +181,13 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_mib": eng["peak_rss_mib"],
         "target_events_per_sec": 10_000_000,
     }
+    if not args.no_scaling:
+        results["scaling"] = run_scaling(SCALING + ([BIG] if args.big else []))
+    if not args.no_simso:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from compare_simso import ROWS, compare
+
+        results["simso"] = compare(ROWS)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     mev = eng["events_per_sec"] / 1e6
     print(
@@ -117,6 +196,20 @@ def main(argv: list[str] | None = None) -> int:
         f"{py['events_per_sec'] / 1e6:.2f} M events/s, "
         f"{py['sim_s_per_wall_s']:.1f} simulated s per wall s"
     )
+    for row in results.get("scaling", []):
+        if "error" in row:
+            print(f"scaling {row['cpus']}x{row['threads']}: failed: {row['error']}")
+            continue
+        print(
+            f"scaling {row['cpus']:5d} CPUs {row['threads']:7d} threads {row['sim_s']:4g} s: "
+            f"engine {row['engine_wall_s']:7.2f} s, {row['events_per_sec'] / 1e6:5.2f} M ev/s, "
+            f"{row['sim_s_per_wall_s']:7.2f} sim s/wall s, {row['peak_rss_mib']:6.0f} MiB"
+        )
+    for row in results.get("simso", []):
+        print(
+            f"simso N={row['n']} M={row['m']} T={row['t_s']:g}s: hetsched {row['speedup']:.0f}x "
+            f"faster (Python policy {row['python_policy_speedup']:.0f}x), agree {row['agree']:.0%}"
+        )
     print(f"written {args.out.relative_to(ROOT)}")
     return 0
 

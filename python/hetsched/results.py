@@ -19,6 +19,7 @@ The two trace files are written only for runs made with ``trace=True``.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,9 +49,6 @@ class Results:
     """
 
     summary: dict[str, Any]
-    tasks: pd.DataFrame
-    programs: pd.DataFrame
-    cpus: pd.DataFrame
     trace: list[dict[str, Any]]
     warnings: list[str]
     scenario: dict[str, Any]
@@ -62,12 +60,27 @@ class Results:
             raise ValueError("results JSON must be an object")
         self.raw_json = raw_json
         self.summary = dict(data.get("summary") or {})
-        self.tasks = _frame(data.get("tasks"))
-        self.programs = _frame(data.get("programs"))
-        self.cpus = _frame(data.get("cpus"))
+        # The tables are built on first use: most of a small run's cost is
+        # pandas, and a sweep often reads only the summary.
+        self._records = {k: data.get(k) for k in ("tasks", "programs", "cpus")}
         self.trace = list(data.get("trace") or [])
         self.warnings = [str(w) for w in data.get("warnings") or []]
         self.scenario = dict(data.get("scenario") or {})
+
+    @functools.cached_property
+    def tasks(self) -> pd.DataFrame:
+        """One row per task (see the class docstring)."""
+        return _frame(self._records["tasks"])
+
+    @functools.cached_property
+    def programs(self) -> pd.DataFrame:
+        """One row per completed program instance."""
+        return _frame(self._records["programs"])
+
+    @functools.cached_property
+    def cpus(self) -> pd.DataFrame:
+        """One row per CPU."""
+        return _frame(self._records["cpus"])
 
     def summary_table(self) -> str:
         """A plain-text account of the run: the headline numbers, then one line per

@@ -210,6 +210,12 @@ pub struct Cfs {
     levels: Vec<Vec<Level>>,
     next_balance: Vec<Vec<SimTime>>,
     idle: BTreeSet<CpuId>,
+    /// CPUs with two or more tasks (the kernel's "overloaded"): the only
+    /// ones newidle balancing can pull from.
+    overloaded: BTreeSet<CpuId>,
+    /// Per CPU, the widest domain span inside its LLC (`select_idle_sibling`'s
+    /// scan), computed once since the topology does not change.
+    llc_span: Vec<Option<Arc<[CpuId]>>>,
     fam: FaultMigrate,
     capacity_aware: bool,
     eas: bool,
@@ -274,6 +280,16 @@ impl Cfs {
         }
         let n = m.ncpus();
         let levels = build_levels(m);
+        let llc_span = (0..n)
+            .map(|p| {
+                let llc = m.cpus[p].llc;
+                levels[p]
+                    .iter()
+                    .rev()
+                    .find(|l| l.span.iter().all(|&c| m.cpus[c].llc == llc))
+                    .map(|l| l.span.clone())
+            })
+            .collect();
         let next_balance = levels
             .iter()
             .map(|l| vec![SimTime::ZERO; l.len()])
@@ -291,6 +307,8 @@ impl Cfs {
             levels,
             next_balance,
             idle: (0..n).collect(),
+            overloaded: BTreeSet::new(),
+            llc_span,
             fam,
             capacity_aware: !pinned && (p.bool("capacity_aware")? || p.bool("eas")?),
             // EAS needs asymmetric CPUs (as the kernel's sched_energy_present).
@@ -318,10 +336,16 @@ impl Cfs {
         let rq = &mut self.rqs[cpu];
         let before = rq.nr;
         rq.nr = (rq.nr as i64 + delta as i64) as u32;
-        if before == 0 && rq.nr > 0 {
+        let after = rq.nr;
+        if before == 0 && after > 0 {
             self.idle.remove(&cpu);
-        } else if before > 0 && rq.nr == 0 {
+        } else if before > 0 && after == 0 {
             self.idle.insert(cpu);
+        }
+        if before < 2 && after >= 2 {
+            self.overloaded.insert(cpu);
+        } else if before >= 2 && after < 2 {
+            self.overloaded.remove(&cpu);
         }
     }
 
@@ -646,7 +670,8 @@ impl Cfs {
     }
 }
 
-/// Scheduling domains of every CPU: SMT siblings, LLC, node, system; levels
+/// Scheduling domains of every CPU: SMT siblings, LLC, node, system (each span
+/// in ascending CPU order, which the balancing code relies on); levels
 /// with the same span as the one below (or a single CPU) are dropped, as the
 /// kernel degenerates them.
 fn build_levels(m: &Machine) -> Vec<Vec<Level>> {
@@ -724,17 +749,9 @@ impl Scheduler for Cfs {
                     return p; // nothing idle anywhere: no need to scan the LLC
                 }
                 // select_idle_sibling: scan the LLC, starting after prev.
-                let llc = self.levels[p]
-                    .iter()
-                    .rev()
-                    .find(|l| {
-                        l.span
-                            .iter()
-                            .all(|&c| cx.machine.cpus[c].llc == cx.machine.cpus[p].llc)
-                    })
-                    .map(|l| l.span.clone());
-                if let Some(span) = llc {
-                    let start = span.iter().position(|&c| c == p).unwrap_or(0);
+                if let Some(span) = &self.llc_span[p] {
+                    // Spans are in ascending CPU order.
+                    let start = span.binary_search(&p).unwrap_or(0);
                     for i in 1..span.len() {
                         let c = span[(start + i) % span.len()];
                         if aff.contains(c) && self.is_idle(cx, c) {
@@ -834,17 +851,33 @@ impl Scheduler for Cfs {
             return;
         }
         // newidle: pull one task from the busiest CPU of the nearest domain
-        // that has one to give.
+        // that has one to give (ties: the lowest-numbered). Only overloaded
+        // CPUs can give one; when they are few, look at them rather than at
+        // the whole span (same answer, as both go in ascending order).
+        if self.overloaded.is_empty() {
+            return;
+        }
         for li in 0..self.levels[cpu].len() {
             let span = self.levels[cpu][li].span.clone();
             let mut busiest: Option<(u64, CpuId)> = None;
-            for &c in span.iter() {
-                if c == cpu || self.rqs[c].nr < 2 {
-                    continue;
+            let mut consider = |c: CpuId, rqs: &[Rq]| {
+                if c == cpu || rqs[c].nr < 2 {
+                    return;
                 }
-                let key = (self.rqs[c].load, c);
+                let key = (rqs[c].load, c);
                 if busiest.is_none_or(|b| key.0 > b.0) {
                     busiest = Some(key);
+                }
+            };
+            if self.overloaded.len() < span.len() {
+                for &c in &self.overloaded {
+                    if span.binary_search(&c).is_ok() {
+                        consider(c, &self.rqs);
+                    }
+                }
+            } else {
+                for &c in span.iter() {
+                    consider(c, &self.rqs);
                 }
             }
             if let Some((_, src)) = busiest {
