@@ -8,6 +8,7 @@
     hetsched schema > scenario.schema.json
     hetsched reproduce li-f9 --scale quick
     hetsched reproduce all --scorecard docs/validation.md
+    hetsched sweep scenarios/sweep-demo.toml --out out/sweep-demo [--dask HOST:PORT]
 
 Errors in scenarios, policies and files are printed as one line,
 ``hetsched: error: <message>``, with exit status 2 for an invalid scenario or
@@ -145,6 +146,32 @@ def _parser() -> argparse.ArgumentParser:
         help="also write the rows as a Markdown scorecard (docs/validation.md)",
     )
     rp.set_defaults(handler=_cmd_reproduce)
+
+    sw = sub.add_parser(
+        "sweep",
+        help="run a parameter sweep (a base scenario and a grid) into one results folder",
+    )
+    sw.add_argument("file", type=Path, help="sweep file (.toml; see docs/sweeps.md)")
+    sw.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="results folder (default: results/<sweep name>); re-running resumes it",
+    )
+    sw.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="send the runs to the Dask scheduler at ADDRESS (host:port or tcp://host:port)",
+    )
+    sw.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="local worker processes (default: one per core)",
+    )
+    sw.add_argument("--trace", action="store_true", help="record each run's trace")
+    sw.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    sw.set_defaults(handler=_cmd_sweep)
     return p
 
 
@@ -221,6 +248,59 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         args.scorecard.parent.mkdir(parents=True, exist_ok=True)
         args.scorecard.write_text(reproduce.scorecard_markdown(rows), encoding="utf-8")
     return EXIT_FAILURE if any(r.verdict == "error" for r in rows) else EXIT_OK
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from . import sweeps
+
+    spec = sweeps.load_sweep(args.file)
+    if args.trace:
+        spec.trace = True
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    out = args.out if args.out is not None else Path("results") / _safe_name(spec.name)
+    total = len(spec.points())
+    finished = 0
+
+    def count(row: dict[str, Any]) -> None:
+        nonlocal finished
+        finished += 1
+
+    backend = f"dask://{args.dask}" if args.dask else "local"
+    if not args.quiet:
+        where = f"the Dask cluster at {args.dask}" if args.dask else "this machine"
+        print(f"sweep {spec.name}: {total} runs on {where} into {out}/", file=sys.stderr)
+    try:
+        table = sweeps.sweep(
+            spec,
+            backend=backend,
+            out=out,
+            workers=args.workers,
+            progress=not args.quiet and sys.stderr.isatty(),
+            on_result=count,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"hetsched: interrupted; {finished} more run(s) finished and are kept in {out}/; "
+            "run the same command again to finish the sweep",
+            file=sys.stderr,
+        )
+        return 130
+    failed = table[table["status"] != "ok"]
+    if not args.quiet:
+        skipped = table.attrs.get("skipped", 0)
+        print(
+            f"{len(table) - len(failed)} of {len(table)} runs ok"
+            + (f" ({skipped} already done)" if skipped else "")
+            + f"; table in {out}/results.parquet and results.csv",
+            file=sys.stderr,
+        )
+    for row in failed.head(5).to_dict("records"):
+        values = ", ".join(f"{a}={row.get(a)}" for a in spec.axes())
+        print(f"failed: {values}: {row.get('error')}", file=sys.stderr)
+    if len(failed) > 5:
+        print(f"... and {len(failed) - 5} more failed runs (see the table)", file=sys.stderr)
+    return EXIT_FAILURE if len(failed) else EXIT_OK
 
 
 def _policies_text(policies: list[dict[str, Any]]) -> str:
