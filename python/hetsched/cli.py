@@ -9,6 +9,8 @@
     hetsched reproduce li-f9 --scale quick
     hetsched reproduce all --scorecard docs/validation.md
     hetsched sweep scenarios/sweep-demo.toml --out out/sweep-demo [--dask HOST:PORT]
+    hetsched plot out/demo --kind timeline         # also utilization, power, fairness, speedup
+    hetsched report out/demo                       # self-contained HTML
 
 Errors in scenarios, policies and files are printed as one line,
 ``hetsched: error: <message>``, with exit status 2 for an invalid scenario or
@@ -172,6 +174,32 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--trace", action="store_true", help="record each run's trace")
     sw.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     sw.set_defaults(handler=_cmd_sweep)
+
+    from .plot import KINDS
+
+    pl = sub.add_parser("plot", help="draw a figure of a run folder or a sweep folder")
+    pl.add_argument("dir", type=Path, help="results folder (hetsched run/sweep --out DIR)")
+    pl.add_argument(
+        "--kind",
+        choices=list(KINDS),
+        default="timeline",
+        help="; ".join(f"{k}: {v}" for k, v in KINDS.items()),
+    )
+    pl.add_argument(
+        "--out", type=Path, metavar="FILE", help="a .png or .svg (default: DIR/plots/KIND.png)"
+    )
+    pl.add_argument(
+        "--format", choices=["png", "svg"], default="png", help="format when --out is not given"
+    )
+    pl.add_argument("--metric", default="makespan_s", help="speedup: the table column compared")
+    pl.add_argument("--by", help="speedup: the swept axis whose values are compared")
+    pl.add_argument("--baseline", help="speedup: the value of --by the others are compared to")
+    pl.set_defaults(handler=_cmd_plot)
+
+    rep = sub.add_parser("report", help="write a self-contained HTML report of a results folder")
+    rep.add_argument("dir", type=Path, help="results folder (hetsched run/sweep --out DIR)")
+    rep.add_argument("--out", type=Path, metavar="FILE", help="default: DIR/report.html")
+    rep.set_defaults(handler=_cmd_report)
     return p
 
 
@@ -301,6 +329,30 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if len(failed) > 5:
         print(f"... and {len(failed) - 5} more failed runs (see the table)", file=sys.stderr)
     return EXIT_FAILURE if len(failed) else EXIT_OK
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from . import plot
+
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir}: no such results folder")
+    out = args.out or args.dir / "plots" / f"{args.kind}.{args.format}"
+    try:
+        path = plot.plot(
+            args.dir, args.kind, out, metric=args.metric, by=args.by, baseline=args.baseline
+        )
+    except plot.PlotError as e:
+        raise UsageError(str(e)) from None
+    print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from . import report
+
+    path = report.write_report(args.dir, args.out)
+    print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
 
 
 def _policies_text(policies: list[dict[str, Any]]) -> str:
