@@ -11,6 +11,7 @@
     hetsched sweep scenarios/sweep-demo.toml --out out/sweep-demo [--dask HOST:PORT]
     hetsched plot out/demo --kind timeline         # also utilization, power, fairness, speedup
     hetsched report out/demo                       # self-contained HTML
+    hetsched machine from-sysfs > machine.toml     # this machine's CPUs
 
 Errors in scenarios, policies and files are printed as one line,
 ``hetsched: error: <message>``, with exit status 2 for an invalid scenario or
@@ -200,7 +201,28 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("dir", type=Path, help="results folder (hetsched run/sweep --out DIR)")
     rep.add_argument("--out", type=Path, metavar="FILE", help="default: DIR/report.html")
     rep.set_defaults(handler=_cmd_report)
+
+    mc = sub.add_parser("machine", help="machine descriptions from the Linux world")
+    msub = mc.add_subparsers(title="machine commands", metavar="WHAT")
+    fs = msub.add_parser(
+        "from-sysfs", help="write a machine TOML from /sys/devices/system/cpu (or a saved copy)"
+    )
+    fs.add_argument(
+        "root",
+        nargs="?",
+        default="/",
+        type=Path,
+        help="/ (this machine, the default) or the root of a saved copy of /sys",
+    )
+    fs.add_argument("--out", type=Path, metavar="FILE", help="write here instead of stdout")
+    fs.set_defaults(handler=_cmd_from_sysfs)
+    mc.set_defaults(handler=lambda args: _usage(mc))
     return p
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return EXIT_USAGE
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -352,6 +374,29 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     path = report.write_report(args.dir, args.out)
     print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _cmd_from_sysfs(args: argparse.Namespace) -> int:
+    from . import sysfs
+
+    m = sysfs.machine_from_sysfs(args.root)
+    text = m.toml()
+    # The TOML must be a machine the core accepts: check it with a small workload.
+    api.loads(
+        'name = "check"\nduration_s = 1.0\n'
+        + text
+        + '\n[[workload.programs]]\nname = "check"\nkind = "sequential"\nwork_ms = 1\n',
+        source=f"machine from {m.source}",
+    )
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    for w in m.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     return EXIT_OK
 
 
