@@ -12,6 +12,7 @@
     hetsched plot out/demo --kind timeline         # also utilization, power, fairness, speedup
     hetsched report out/demo                       # self-contained HTML
     hetsched machine from-sysfs > machine.toml     # this machine's CPUs
+    hetsched workload from-rt-app tasks.json --out rtapp.toml
 
 Errors in scenarios, policies and files are printed as one line,
 ``hetsched: error: <message>``, with exit status 2 for an invalid scenario or
@@ -217,6 +218,20 @@ def _parser() -> argparse.ArgumentParser:
     fs.add_argument("--out", type=Path, metavar="FILE", help="write here instead of stdout")
     fs.set_defaults(handler=_cmd_from_sysfs)
     mc.set_defaults(handler=lambda args: _usage(mc))
+
+    wl = sub.add_parser("workload", help="workloads from the Linux world")
+    wsub = wl.add_subparsers(title="workload commands", metavar="WHAT")
+    ra = wsub.add_parser("from-rt-app", help="translate an rt-app JSON file into a scenario")
+    ra.add_argument("file", type=Path, help="rt-app JSON file")
+    ra.add_argument(
+        "--machine", default="big-little-4+4", help="machine preset (default: big-little-4+4)"
+    )
+    ra.add_argument("--scheduler", default="cfs", help="scheduler (default: cfs)")
+    ra.add_argument(
+        "--out", type=Path, metavar="FILE", help="a .toml or .json scenario (default: stdout, TOML)"
+    )
+    ra.set_defaults(handler=_cmd_from_rtapp)
+    wl.set_defaults(handler=lambda args: _usage(wl))
     return p
 
 
@@ -397,6 +412,25 @@ def _cmd_from_sysfs(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     for w in m.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _cmd_from_rtapp(args: argparse.Namespace) -> int:
+    from . import rtapp
+
+    wl = rtapp.load_rtapp(args.file)
+    scenario = wl.scenario(machine=args.machine, scheduler=args.scheduler)
+    as_json = args.out is not None and args.out.suffix.lower() == ".json"
+    text = json.dumps(scenario, indent=2) + "\n" if as_json else rtapp.scenario_toml(scenario)
+    api.loads(text, fmt="json" if as_json else "toml", source=f"translation of {args.file}")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    for note in wl.notes:
+        print(f"note: {note}", file=sys.stderr)
     return EXIT_OK
 
 
