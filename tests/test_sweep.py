@@ -211,3 +211,18 @@ def test_sweep_file_errors_are_one_line(tmp_path: Path, capsys) -> None:
 def test_the_demo_sweep_file_is_valid() -> None:
     spec = sweeps.load_sweep(Path(__file__).resolve().parents[1] / "scenarios" / "sweep-demo.toml")
     assert 20 <= len(spec.points()) <= 60
+
+
+def test_a_swept_preset_replaces_the_machine(tmp_path: Path) -> None:
+    table = hetsched.sweep(
+        BASE, {"machine.preset": ["smp-4", "phone-1+3+4"]}, out=tmp_path, backend="serial"
+    )
+    ncpus = [len(pd.read_csv(tmp_path / "runs" / r / "cpus.csv")) for r in table["run_id"]]
+    assert ncpus == [4, 8]
+    # A base file is kept as written, so its preset can be swept too.
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(BASE))
+    from_file = hetsched.sweep(path, {"machine.preset": ["smp-4", "phone-1+3+4"]}, backend="serial")
+    pd.testing.assert_frame_equal(_deterministic(from_file), _deterministic(table))
+    with pytest.raises(sweeps.SweepError, match="preset is already expanded"):
+        hetsched.sweep(hetsched.load(path), {"machine.preset": ["smp-4"]}, backend="serial")

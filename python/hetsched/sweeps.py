@@ -148,12 +148,10 @@ def load_sweep(path: str | Path) -> SweepSpec:
         )
     base = doc.get("base")
     if isinstance(base, str):
-        base_path = (p.parent / base).resolve()
-        base_dict = json.loads(api.load(base_path).to_json())
+        base_dict = scenario_document((p.parent / base).resolve())
     elif isinstance(base, dict):
-        base_dict = json.loads(
-            api.loads(json.dumps(base), fmt="json", source=f"{p}: base").to_json()
-        )
+        api.loads(json.dumps(base), fmt="json", source=f"{p}: base")  # validate it
+        base_dict = base
     else:
         raise SweepError(
             f"{p}: base: expected the path of a scenario file or a [base] table, got "
@@ -184,6 +182,20 @@ def load_sweep(path: str | Path) -> SweepSpec:
     )
 
 
+def scenario_document(path: str | Path) -> dict[str, Any]:
+    """A scenario file as written (``.toml`` or ``.json``), as a dict, after
+    checking that the core accepts it."""
+    import tomllib  # Python 3.11+
+
+    p = Path(path)
+    api.load(p)  # a clear error for a missing or invalid file
+    text = p.read_text(encoding="utf-8")
+    doc = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text)
+    if not isinstance(doc, dict):
+        raise SweepError(f"{p}: a scenario file is a table of fields")
+    return doc
+
+
 def make_spec(
     base: _core.Scenario | str | Path | Mapping[str, Any],
     grid: Mapping[str, Sequence[Any]],
@@ -194,13 +206,24 @@ def make_spec(
     trace: bool = False,
     source: str = "hetsched.sweep",
 ) -> SweepSpec:
-    """Check a grid against its base scenario and build a :class:`SweepSpec`."""
+    """Check a grid against its base scenario and build a :class:`SweepSpec`.
+
+    The base is kept as written (a file is read, not resolved), so that a
+    swept ``machine.preset`` replaces the machine: the core expands presets
+    after applying each run's values. A parsed :class:`Scenario` is already
+    resolved, so it cannot have its preset swept."""
     if isinstance(base, str | Path):
-        base_dict = json.loads(api.load(base).to_json())
+        base_dict = scenario_document(base)
     elif isinstance(base, Mapping):
         base_dict = dict(base)
     else:
         base_dict = json.loads(base.to_json())
+        for path in [*grid, *(k for z in zipped for k in z), *(fixed or {})]:
+            if str(path).startswith("machine.preset"):
+                raise SweepError(
+                    f"{source}: {path} cannot be swept over a parsed Scenario, whose preset "
+                    "is already expanded; pass the scenario's file or a dict instead"
+                )
     g = {str(k): _values(source, f"grid.{k}", v) for k, v in grid.items()}
     zs: list[dict[str, list[Any]]] = []
     for i, group in enumerate(zipped):
