@@ -144,4 +144,3 @@ def test_plot_and_report_cli(run_dir: Path, tmp_path: Path, capsys) -> None:
     assert cli.main(["plot", str(run_dir), "--kind", "speedup"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("hetsched: error:") and "sweep folder" in err and "\n" not in err
-
