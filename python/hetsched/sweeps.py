@@ -431,7 +431,11 @@ def _execute_local(
         _execute("serial", base_json, jobs, trace, None, finished)
         return
     # spawn: workers start clean, whatever threads this process runs.
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(
+        max_workers=n,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_ignore_interrupts,
+    )
     pending = {}
     queue = iter(jobs)
     try:
@@ -454,6 +458,14 @@ def _execute_local(
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+def _ignore_interrupts() -> None:
+    """In a worker process: Ctrl-C is for the sweep's own process, which stops
+    handing out runs; a worker finishes the run it has and exits quietly."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _execute_dask(
