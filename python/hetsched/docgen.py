@@ -187,8 +187,8 @@ def _type(spec: dict[str, Any], defs: dict[str, Any]) -> tuple[str, list[tuple[s
                 parts.append(t)
                 refs += r
             return " or ".join(dict.fromkeys(parts)) or "any", refs
-    t = spec.get("type")
-    types = [x for x in (t if isinstance(t, list) else [t]) if x and x != "null"]
+    jtype = spec.get("type")
+    types = [x for x in (jtype if isinstance(jtype, list) else [jtype]) if x and x != "null"]
     if "array" in types:
         items = spec.get("items") or {}
         inner, r = _type(items, defs)

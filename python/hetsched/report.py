@@ -15,6 +15,7 @@ or attached to an issue as it is.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -120,7 +121,7 @@ def _run_report(res: Results) -> tuple[str, str]:
             "timeline, utilisation and power figures.</p>"
         )
     for caption, draw in figures:
-        parts.append(_figure(caption, lambda draw=draw: draw(res)))
+        parts.append(_figure(caption, functools.partial(draw, res)))
     if res.scenario:
         scenario = json.dumps(res.scenario, indent=2, sort_keys=True)
         parts += ["<h2>Scenario (resolved)</h2>", f"<pre>{html.escape(scenario)}</pre>"]

@@ -43,7 +43,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import _core
 
@@ -378,11 +378,11 @@ def _periodic(
     return prog
 
 
-def _is_int(v: object) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_num(v: object) -> bool:
+def _is_num(v: object) -> TypeGuard[float]:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 

@@ -131,7 +131,7 @@ class SweepSpec:
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read a sweep file (see the module doc). Raises :class:`SweepError` or
     :class:`hetsched.ScenarioError` with the file and field named."""
-    import tomllib  # Python 3.11+
+    import tomllib  # type: ignore[import-not-found,unused-ignore]  # Python 3.11+
 
     p = Path(path)
     try:
@@ -185,7 +185,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
 def scenario_document(path: str | Path) -> dict[str, Any]:
     """A scenario file as written (``.toml`` or ``.json``), as a dict, after
     checking that the core accepts it."""
-    import tomllib  # Python 3.11+
+    import tomllib  # type: ignore[import-not-found,unused-ignore]  # Python 3.11+
 
     p = Path(path)
     api.load(p)  # a clear error for a missing or invalid file

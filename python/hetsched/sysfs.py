@@ -205,8 +205,7 @@ def machine_from_sysfs(root: str | Path = "/") -> SysfsMachine:
     type_of = {k: names[i] for i, k in enumerate(distinct)}
     types: dict[str, Any] = {}
     for key in distinct:
-        cap, mhz = key
-        types[type_of[key]] = {"capacity": cap, "pstates": _with_volts(list(mhz))}
+        types[type_of[key]] = {"capacity": key[0], "pstates": _with_volts(list(key[1]))}
 
     # SMT siblings share their core's clock: merge their frequency domains.
     shared: dict[tuple[int, int], set[int]] = {}
