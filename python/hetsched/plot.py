@@ -234,20 +234,30 @@ def utilization(res: Any, bins: int = 100) -> Any:
     width = edges[1] - edges[0]
     fig, (ax_u, ax_f) = _figure(2, height=6.0, sharex=True)
     labels = _cpu_labels(res, ncpus)
-    for cpu in range(ncpus):
-        ax_u.step(
-            edges[:-1],
-            [100.0 * b / width for b in busy[cpu]],
+    # One row per CPU, one cell per time bin, coloured by the busy fraction.
+    grid = [[100.0 * b / width for b in busy[cpu]] for cpu in range(ncpus)]
+    image = ax_u.imshow(
+        grid,
+        aspect="auto",
+        interpolation="nearest",
+        cmap="viridis",
+        vmin=0.0,
+        vmax=100.0,
+        extent=(0.0, end, ncpus - 0.5, -0.5),
+    )
+    ax_u.set_yticks(range(ncpus), labels)
+    ax_u.grid(False)
+    fig.colorbar(image, ax=ax_u, label="utilisation (%)")
+    for cpu, (ts, mhz) in enumerate(_freq_steps(res, trace, ncpus, end)):
+        ax_f.step(
+            ts,
+            mhz,
             where="post",
             color=_PALETTE[cpu % len(_PALETTE)],
             linewidth=1,
             label=labels[cpu],
         )
-    ax_u.set_ylabel("utilisation (%)")
-    ax_u.set_ylim(-2, 102)
-    ax_u.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
-    for cpu, (ts, mhz) in enumerate(_freq_steps(res, trace, ncpus, end)):
-        ax_f.step(ts, mhz, where="post", color=_PALETTE[cpu % len(_PALETTE)], linewidth=1)
+    ax_f.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     ax_f.set_ylabel("frequency (MHz)")
     ax_f.set_xlabel("time (s)")
     ax_f.set_xlim(0, end)
