@@ -131,8 +131,7 @@ class SweepSpec:
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read a sweep file (see the module doc). Raises :class:`SweepError` or
     :class:`hetsched.ScenarioError` with the file and field named."""
-    import tomllib  # type: ignore[import-not-found,unused-ignore]  # Python 3.11+
-
+    tomllib = _tomllib()
     p = Path(path)
     try:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -182,15 +181,24 @@ def load_sweep(path: str | Path) -> SweepSpec:
     )
 
 
+def _tomllib() -> Any:
+    try:
+        import tomllib  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # Python 3.10
+        raise SweepError(
+            "reading TOML sweep files needs Python 3.11 or newer (tomllib); "
+            "on 3.10 pass the base scenario as a dict or a .json file"
+        ) from None
+    return tomllib
+
+
 def scenario_document(path: str | Path) -> dict[str, Any]:
     """A scenario file as written (``.toml`` or ``.json``), as a dict, after
     checking that the core accepts it."""
-    import tomllib  # type: ignore[import-not-found,unused-ignore]  # Python 3.11+
-
     p = Path(path)
     api.load(p)  # a clear error for a missing or invalid file
     text = p.read_text(encoding="utf-8")
-    doc = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text)
+    doc = json.loads(text) if p.suffix.lower() == ".json" else _tomllib().loads(text)
     if not isinstance(doc, dict):
         raise SweepError(f"{p}: a scenario file is a table of fields")
     return doc
