@@ -49,6 +49,7 @@ th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f3f3f3; } td.text, th.text { text-align: left; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 .note { color: #666; font-size: 0.85em; } .error { color: #a00; }
+div.wide { overflow-x: auto; }
 """
 
 
@@ -207,7 +208,9 @@ def _table(frame: pd.DataFrame, limit: int = 500) -> str:
             cells.append(f"<td class='{cls}'>{html.escape(_cell(v))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     more = f"<p class='note'>first {limit} of {len(frame)} rows</p>" if len(frame) > limit else ""
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>{more}"
+    # Wide tables scroll sideways instead of running off the page.
+    table = f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    return f"<div class='wide'>{table}</div>{more}"
 
 
 def _cell(v: object) -> str:
