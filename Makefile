@@ -28,7 +28,8 @@ $(VENV)/.stamp: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	$(PIP) install maturin==1.16.0 pytest==9.2.0 hypothesis==6.170.15 mypy==2.4.1 ruff==0.17.6 \
-		numpy==2.4.6 pandas==3.1.1 matplotlib==3.11.2 tqdm==4.70.1
+		numpy==2.4.6 pandas==3.1.1 matplotlib==3.11.2 tqdm==4.70.1 \
+		dask==2026.8.0 distributed==2026.8.0 pyarrow==26.0.1
 	touch $@
 
 build: venv
@@ -48,7 +49,7 @@ bench: build
 lint: venv
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	$(VBIN)/ruff check $(wildcard python tests bench)
+	$(VBIN)/ruff check $(wildcard python tests bench examples)
 
 clean:
 	rm -rf $(VENV) target out results .pytest_cache .mypy_cache .ruff_cache

@@ -13,7 +13,10 @@ import pytest
 import hetsched
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = sorted((ROOT / "scenarios").glob("*.toml"))
+# sweep-*.toml are sweep files (a base scenario and a grid), tested in test_sweep.py.
+SCENARIOS = sorted(
+    p for p in (ROOT / "scenarios").glob("*.toml") if not p.name.startswith("sweep-")
+)
 GOLDEN = ROOT / "scenarios" / "golden"
 
 # Fields compared exactly (integers, strings) and to a relative 1e-9 (floats).

@@ -28,6 +28,7 @@ from ._core import (
 from .api import load, loads, parse_override, run
 from .policy import Agent, Scheduler
 from .results import Results
+from .sweeps import sweep
 
 __all__ = [
     "Agent",
@@ -44,6 +45,7 @@ __all__ = [
     "parse_override",
     "reproduce",
     "run",
+    "sweep",
 ]
 
 
@@ -53,4 +55,5 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(".reproduce", __name__)
+
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,6 +8,11 @@
     hetsched schema > scenario.schema.json
     hetsched reproduce li-f9 --scale quick
     hetsched reproduce all --scorecard docs/validation.md
+    hetsched sweep scenarios/sweep-demo.toml --out out/sweep-demo [--dask HOST:PORT]
+    hetsched plot out/demo --kind timeline         # also utilization, power, fairness, speedup
+    hetsched report out/demo                       # self-contained HTML
+    hetsched machine from-sysfs > machine.toml     # this machine's CPUs
+    hetsched workload from-rt-app tasks.json --out rtapp.toml
 
 Errors in scenarios, policies and files are printed as one line,
 ``hetsched: error: <message>``, with exit status 2 for an invalid scenario or
@@ -145,7 +150,94 @@ def _parser() -> argparse.ArgumentParser:
         help="also write the rows as a Markdown scorecard (docs/validation.md)",
     )
     rp.set_defaults(handler=_cmd_reproduce)
+
+    sw = sub.add_parser(
+        "sweep",
+        help="run a parameter sweep (a base scenario and a grid) into one results folder",
+    )
+    sw.add_argument("file", type=Path, help="sweep file (.toml; see docs/sweeps.md)")
+    sw.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="results folder (default: results/<sweep name>); re-running resumes it",
+    )
+    sw.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="send the runs to the Dask scheduler at ADDRESS (host:port or tcp://host:port)",
+    )
+    sw.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="local worker processes (default: one per core)",
+    )
+    sw.add_argument("--trace", action="store_true", help="record each run's trace")
+    sw.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    sw.set_defaults(handler=_cmd_sweep)
+
+    from .plot import KINDS
+
+    pl = sub.add_parser("plot", help="draw a figure of a run folder or a sweep folder")
+    pl.add_argument("dir", type=Path, help="results folder (hetsched run/sweep --out DIR)")
+    pl.add_argument(
+        "--kind",
+        choices=list(KINDS),
+        default="timeline",
+        help="; ".join(f"{k}: {v}" for k, v in KINDS.items()),
+    )
+    pl.add_argument(
+        "--out", type=Path, metavar="FILE", help="a .png or .svg (default: DIR/plots/KIND.png)"
+    )
+    pl.add_argument(
+        "--format", choices=["png", "svg"], default="png", help="format when --out is not given"
+    )
+    pl.add_argument("--metric", default="makespan_s", help="speedup: the table column compared")
+    pl.add_argument("--by", help="speedup: the swept axis whose values are compared")
+    pl.add_argument("--baseline", help="speedup: the value of --by the others are compared to")
+    pl.set_defaults(handler=_cmd_plot)
+
+    rep = sub.add_parser("report", help="write a self-contained HTML report of a results folder")
+    rep.add_argument("dir", type=Path, help="results folder (hetsched run/sweep --out DIR)")
+    rep.add_argument("--out", type=Path, metavar="FILE", help="default: DIR/report.html")
+    rep.set_defaults(handler=_cmd_report)
+
+    mc = sub.add_parser("machine", help="machine descriptions from the Linux world")
+    msub = mc.add_subparsers(title="machine commands", metavar="WHAT")
+    fs = msub.add_parser(
+        "from-sysfs", help="write a machine TOML from /sys/devices/system/cpu (or a saved copy)"
+    )
+    fs.add_argument(
+        "root",
+        nargs="?",
+        default="/",
+        type=Path,
+        help="/ (this machine, the default) or the root of a saved copy of /sys",
+    )
+    fs.add_argument("--out", type=Path, metavar="FILE", help="write here instead of stdout")
+    fs.set_defaults(handler=_cmd_from_sysfs)
+    mc.set_defaults(handler=lambda args: _usage(mc))
+
+    wl = sub.add_parser("workload", help="workloads from the Linux world")
+    wsub = wl.add_subparsers(title="workload commands", metavar="WHAT")
+    ra = wsub.add_parser("from-rt-app", help="translate an rt-app JSON file into a scenario")
+    ra.add_argument("file", type=Path, help="rt-app JSON file")
+    ra.add_argument(
+        "--machine", default="big-little-4+4", help="machine preset (default: big-little-4+4)"
+    )
+    ra.add_argument("--scheduler", default="cfs", help="scheduler (default: cfs)")
+    ra.add_argument(
+        "--out", type=Path, metavar="FILE", help="a .toml or .json scenario (default: stdout, TOML)"
+    )
+    ra.set_defaults(handler=_cmd_from_rtapp)
+    wl.set_defaults(handler=lambda args: _usage(wl))
     return p
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return EXIT_USAGE
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -221,6 +313,125 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         args.scorecard.parent.mkdir(parents=True, exist_ok=True)
         args.scorecard.write_text(reproduce.scorecard_markdown(rows), encoding="utf-8")
     return EXIT_FAILURE if any(r.verdict == "error" for r in rows) else EXIT_OK
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from . import sweeps
+
+    spec = sweeps.load_sweep(args.file)
+    if args.trace:
+        spec.trace = True
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    out = args.out if args.out is not None else Path("results") / _safe_name(spec.name)
+    total = len(spec.points())
+    finished = 0
+
+    def count(row: dict[str, Any]) -> None:
+        nonlocal finished
+        finished += 1
+
+    backend = f"dask://{args.dask}" if args.dask else "local"
+    if not args.quiet:
+        where = f"the Dask cluster at {args.dask}" if args.dask else "this machine"
+        print(f"sweep {spec.name}: {total} runs on {where} into {out}/", file=sys.stderr)
+    try:
+        table = sweeps.sweep(
+            spec,
+            backend=backend,
+            out=out,
+            workers=args.workers,
+            progress=not args.quiet and sys.stderr.isatty(),
+            on_result=count,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"hetsched: interrupted; {finished} more run(s) finished and are kept in {out}/; "
+            "run the same command again to finish the sweep",
+            file=sys.stderr,
+        )
+        return 130
+    failed = table[table["status"] != "ok"]
+    if not args.quiet:
+        skipped = table.attrs.get("skipped", 0)
+        print(
+            f"{len(table) - len(failed)} of {len(table)} runs ok"
+            + (f" ({skipped} already done)" if skipped else "")
+            + f"; table in {out}/results.parquet and results.csv",
+            file=sys.stderr,
+        )
+    for row in failed.head(5).to_dict("records"):
+        values = ", ".join(f"{a}={row.get(a)}" for a in spec.axes())
+        print(f"failed: {values}: {row.get('error')}", file=sys.stderr)
+    if len(failed) > 5:
+        print(f"... and {len(failed) - 5} more failed runs (see the table)", file=sys.stderr)
+    return EXIT_FAILURE if len(failed) else EXIT_OK
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from . import plot
+
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir}: no such results folder")
+    out = args.out or args.dir / "plots" / f"{args.kind}.{args.format}"
+    try:
+        path = plot.plot(
+            args.dir, args.kind, out, metric=args.metric, by=args.by, baseline=args.baseline
+        )
+    except plot.PlotError as e:
+        raise UsageError(str(e)) from None
+    print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from . import report
+
+    path = report.write_report(args.dir, args.out)
+    print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _cmd_from_sysfs(args: argparse.Namespace) -> int:
+    from . import sysfs
+
+    m = sysfs.machine_from_sysfs(args.root)
+    text = m.toml()
+    # The TOML must be a machine the core accepts: check it with a small workload.
+    api.loads(
+        'name = "check"\nduration_s = 1.0\n'
+        + text
+        + '\n[[workload.programs]]\nname = "check"\nkind = "sequential"\nwork_ms = 1\n',
+        source=f"machine from {m.source}",
+    )
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    for w in m.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _cmd_from_rtapp(args: argparse.Namespace) -> int:
+    from . import rtapp
+
+    wl = rtapp.load_rtapp(args.file)
+    scenario = wl.scenario(machine=args.machine, scheduler=args.scheduler)
+    as_json = args.out is not None and args.out.suffix.lower() == ".json"
+    text = json.dumps(scenario, indent=2) + "\n" if as_json else rtapp.scenario_toml(scenario)
+    api.loads(text, fmt="json" if as_json else "toml", source=f"translation of {args.file}")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    for note in wl.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return EXIT_OK
 
 
 def _policies_text(policies: list[dict[str, Any]]) -> str:

@@ -1,4 +1,4 @@
-"""Small plotting helpers for reproductions and notebooks.
+"""Figures of runs and sweeps, and small plotting helpers for reproductions.
 
 Figures are drawn with matplotlib's object API on the Agg canvas, so they
 never need a display and never change the caller's pyplot backend.
@@ -6,10 +6,26 @@ never need a display and never change the caller's pyplot backend.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-__all__ = ["bars"]
+__all__ = [
+    "KINDS",
+    "PlotError",
+    "bars",
+    "energy_estimate",
+    "fairness",
+    "plot",
+    "power",
+    "save",
+    "speedup",
+    "speedup_table",
+    "svg_text",
+    "timeline",
+    "utilization",
+]
 
 
 def bars(
@@ -54,3 +70,620 @@ def bars(
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     return out
+
+
+# --------------------------------------------------------------------------
+# Figures of runs and sweeps: ``hetsched plot DIR --kind KIND``.
+
+#: The figures :func:`plot` draws, and what each needs.
+KINDS = {
+    "timeline": "per-CPU Gantt chart coloured by program, migrations marked (traced run)",
+    "utilization": "utilisation and frequency over time, per CPU (traced run)",
+    "power": "estimated power over time and cumulative energy (traced run)",
+    "fairness": "per-thread CPU time and scaled CPU time (any run)",
+    "speedup": "speedup over a baseline policy with error bars across seeds (sweep folder)",
+}
+
+#: Trace event types that mark a change of the machine itself: drawn as
+#: vertical lines on the timeline when a run has them.
+RECONFIG_EVENTS = ("reconfig", "reconfigure", "cpu_online", "cpu_offline", "hotplug", "morph")
+
+_PALETTE = [
+    "#4878a8", "#e28743", "#59a14f", "#c44e52", "#8172b3",
+    "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd",
+]  # fmt: skip
+
+
+class PlotError(ValueError):
+    """A figure that cannot be drawn from what a folder holds (no trace, not a sweep)."""
+
+
+def plot(
+    source: Any,
+    kind: str,
+    path: str | Path | None = None,
+    *,
+    metric: str = "makespan_s",
+    by: str | None = None,
+    baseline: str | None = None,
+) -> Path:
+    """Draw figure ``kind`` (one of :data:`KINDS`) of ``source`` and save it.
+
+    ``source`` is a run folder (``hetsched run --out DIR``), a
+    :class:`hetsched.Results`, or for ``speedup`` a sweep folder or table.
+    ``path`` ends in ``.png`` or ``.svg`` (default: ``DIR/plots/KIND.png``).
+    ``metric``, ``by`` and ``baseline`` are for ``speedup`` (see :func:`speedup`).
+    Returns the path written; raises :class:`PlotError` when the source
+    lacks what the figure needs.
+    """
+    if kind not in KINDS:
+        raise PlotError(f"unknown plot kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if path is None:
+        if not isinstance(source, str | Path):
+            raise PlotError("give a path to save the figure to")
+        path = Path(source) / "plots" / f"{kind}.png"
+    if kind == "speedup":
+        fig = speedup(source, metric=metric, by=by, baseline=baseline)
+    else:
+        res = _results(source)
+        fig = {
+            "timeline": timeline,
+            "utilization": utilization,
+            "power": power,
+            "fairness": fairness,
+        }[kind](res)
+    return save(fig, path)
+
+
+def save(fig: Any, path: str | Path) -> Path:
+    """Write a figure as PNG or SVG (by the suffix of ``path``)."""
+    out = Path(path)
+    if out.suffix.lower() not in (".png", ".svg"):
+        raise PlotError(f"{out}: figures are written as .png or .svg")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    return out
+
+
+def svg_text(fig: Any) -> str:
+    """A figure as SVG markup, to embed in HTML."""
+    import io
+
+    import matplotlib
+
+    buf = io.StringIO()
+    # Text as <text>, not glyph outlines: smaller, and no ids shared between figures.
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buf, format="svg")
+    text = buf.getvalue()
+    return text[text.find("<svg") :]
+
+
+def timeline(res: Any) -> Any:
+    """Per-CPU Gantt chart: one row per CPU, a bar per run interval coloured
+    by program; migrations are triangles on the CPU a task moved to, faults
+    crosses, machine reconfigurations (when the trace has them) dashed lines."""
+    res = _results(res)
+    trace = _need_trace(res, "timeline")
+    programs = _task_programs(res)
+    names = sorted(set(programs.values()), key=_program_order(res))
+    colour = {p: _PALETTE[i % len(_PALETTE)] for i, p in enumerate(names)}
+    ncpus = _ncpus(res, trace)
+    segs: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    migrations: list[tuple[float, int]] = []
+    faults: list[tuple[float, int]] = []
+    reconfigs: list[tuple[float, int | None, str]] = []
+    for e in trace:
+        t = e.get("type")
+        if t == "run" and e["end_ns"] > e["t_ns"]:
+            key = (int(e["cpu"]), programs.get(int(e["task"]), "?"))
+            segs.setdefault(key, []).append((e["t_ns"] / 1e9, (e["end_ns"] - e["t_ns"]) / 1e9))
+        elif t == "migrate":
+            migrations.append((e["t_ns"] / 1e9, int(e["to"])))
+        elif t == "fault":
+            faults.append((e["t_ns"] / 1e9, int(e["cpu"])))
+        elif isinstance(t, str) and any(r in t for r in RECONFIG_EVENTS):
+            cpu = e.get("cpu")
+            reconfigs.append((e["t_ns"] / 1e9, int(cpu) if cpu is not None else None, t))
+    fig, ax = _figure(1, height=0.32 * ncpus + 1.6)
+    ax = ax[0]
+    for (cpu, prog), xs in segs.items():
+        ax.broken_barh(xs, (cpu - 0.4, 0.8), facecolors=colour.get(prog, "#999999"))
+    if migrations:
+        ts, cs = zip(*migrations, strict=True)
+        ax.scatter(
+            ts,
+            [c + 0.42 for c in cs],
+            marker="v",
+            s=14,
+            color="black",
+            zorder=3,
+            label=f"migration ({len(migrations)})",
+        )
+    if faults:
+        ts, cs = zip(*faults, strict=True)
+        ax.scatter(ts, cs, marker="x", s=20, color="#c44e52", zorder=3, label="ISA fault")
+    for i, (t, cpu, _kind) in enumerate(reconfigs):
+        label = "reconfiguration" if i == 0 else None
+        if cpu is None:
+            ax.axvline(t, color="#333333", linestyle="--", linewidth=0.8, label=label)
+        else:
+            ax.plot([t, t], [cpu - 0.5, cpu + 0.5], color="#333333", linestyle="--", label=label)
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=colour[p], label=p) for p in names]
+    handles += ax.get_legend_handles_labels()[0]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    ax.set_yticks(range(ncpus), _cpu_labels(res, ncpus))
+    ax.set_ylim(ncpus - 0.5, -0.5)
+    ax.set_xlabel("time (s)")
+    ax.set_xlim(0, _end_s(res, trace))
+    fig.suptitle(f"{_name(res)}: timeline")
+    return fig
+
+
+def utilization(res: Any, bins: int = 100) -> Any:
+    """Two panels: each CPU's utilisation per time bin, and each CPU's
+    frequency over time (from the trace's P-state changes; a domain starts at
+    its highest P-state, as the engine does)."""
+    res = _results(res)
+    trace = _need_trace(res, "utilization")
+    ncpus = _ncpus(res, trace)
+    end = _end_s(res, trace)
+    edges, busy = _busy_per_bin(trace, ncpus, end, bins)
+    width = edges[1] - edges[0]
+    fig, (ax_u, ax_f) = _figure(2, height=6.0, sharex=True)
+    labels = _cpu_labels(res, ncpus)
+    # One row per CPU, one cell per time bin, coloured by the busy fraction.
+    grid = [[100.0 * b / width for b in busy[cpu]] for cpu in range(ncpus)]
+    image = ax_u.imshow(
+        grid,
+        aspect="auto",
+        interpolation="nearest",
+        cmap="viridis",
+        vmin=0.0,
+        vmax=100.0,
+        extent=(0.0, end, ncpus - 0.5, -0.5),
+    )
+    ax_u.set_yticks(range(ncpus), labels)
+    ax_u.grid(False)
+    fig.colorbar(image, ax=ax_u, label="utilisation (%)")
+    for cpu, (ts, mhz) in enumerate(_freq_steps(res, trace, ncpus, end)):
+        ax_f.step(
+            ts,
+            mhz,
+            where="post",
+            color=_PALETTE[cpu % len(_PALETTE)],
+            linewidth=1,
+            label=labels[cpu],
+        )
+    ax_f.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
+    ax_f.set_ylabel("frequency (MHz)")
+    ax_f.set_xlabel("time (s)")
+    ax_f.set_xlim(0, end)
+    fig.suptitle(f"{_name(res)}: utilisation and frequency")
+    return fig
+
+
+def power(res: Any, bins: int = 200) -> Any:
+    """Power over time and cumulative energy, estimated from the trace.
+
+    The trace holds run intervals and P-state changes but not each phase's
+    compute fraction, so each interval is priced with its program's memory
+    intensity (``mem``) and the model's busy-power formula (docs/power.md);
+    idle CPUs draw ``idle_w``, plus the platform's base power. The engine's
+    exact total (``energy_j`` in the summary) is drawn as a dashed line and
+    the estimate's difference from it is given in the title.
+    """
+    res = _results(res)
+    edges, energy = energy_estimate(res, bins)
+    end = edges[-1]
+    width = edges[1] - edges[0] if bins else 1.0
+    watts = [x / width for x in energy]
+    cumulative = []
+    acc = 0.0
+    for x in energy:
+        acc += x
+        cumulative.append(acc)
+    fig, (ax_p, ax_e) = _figure(2, height=5.5, sharex=True)
+    ax_p.step(edges[:-1], watts, where="post", color="#c44e52", linewidth=1)
+    ax_p.set_ylabel("power (W)")
+    ax_e.plot(edges[1:], cumulative, color="#4878a8", label="estimated from the trace")
+    exact = res.summary.get("energy_j")
+    title = f"{_name(res)}: power and energy"
+    if isinstance(exact, int | float) and exact > 0:
+        ax_e.axhline(
+            exact, color="black", linestyle="--", linewidth=0.8, label=f"engine total {exact:.4g} J"
+        )
+        title += f" (estimate {100.0 * (acc - exact) / exact:+.1f} % vs engine)"
+    ax_e.set_ylabel("cumulative energy (J)")
+    ax_e.set_xlabel("time (s)")
+    ax_e.legend(loc="upper left", fontsize=8)
+    ax_e.set_xlim(0, end)
+    fig.suptitle(title)
+    return fig
+
+
+def energy_estimate(res: Any, bins: int = 200) -> tuple[list[float], list[float]]:
+    """``(edges, joules per bin)`` of a traced run, priced as :func:`power`
+    describes: exact for compute-bound programs (``mem = 0``) at duty cycle 1
+    without SMT slow-down, an estimate otherwise."""
+    res = _results(res)
+    trace = _need_trace(res, "power")
+    ncpus = _ncpus(res, trace)
+    end = _end_s(res, trace)
+    model = _PowerModel(res, ncpus)
+    edges = [end * i / bins for i in range(bins + 1)]
+    energy = [model.base_w * (edges[i + 1] - edges[i]) for i in range(bins)]
+    busy_s = [0.0] * bins
+    freq = _freq_lookup(res, trace, ncpus, end)
+    programs = _task_program_ids(res)
+    for e in trace:
+        if e.get("type") != "run" or e["end_ns"] <= e["t_ns"]:
+            continue
+        cpu, a, b = int(e["cpu"]), e["t_ns"] / 1e9, e["end_ns"] / 1e9
+        prog = programs.get(int(e["task"]))
+        for lo, hi, mhz in freq(cpu, a, b):
+            w = model.busy_w(cpu, prog, mhz) - model.idle_w(cpu)
+            _spread(energy, busy_s, edges, lo, hi, w)
+    idle_total = sum(model.idle_w(c) for c in range(ncpus))
+    for i in range(bins):
+        energy[i] += idle_total * (edges[i + 1] - edges[i])
+    return edges, energy
+
+
+def fairness(res: Any) -> Any:
+    """Per thread: CPU time and scaled CPU time (run time × CPU rating), side
+    by side, grouped and coloured by program."""
+    res = _results(res)
+    t = res.tasks
+    if t.empty or "run_s" not in t.columns:
+        raise PlotError(f"{_name(res)}: the run has no tasks to draw")
+    names = list(dict.fromkeys(t["program"]))
+    colour = {p: _PALETTE[i % len(_PALETTE)] for i, p in enumerate(names)}
+    labels = [f"{p}/{th}" for p, th in zip(t["program"], t["thread"], strict=True)]
+    x = list(range(len(t)))
+    fig, (ax_r, ax_s) = _figure(2, height=5.5, width=max(6.0, 0.3 * len(t) + 2.5), sharex=True)
+    colours = [colour[p] for p in t["program"]]
+    ax_r.bar(x, t["run_s"], color=colours)
+    ax_r.set_ylabel("CPU time (s)")
+    scaled = t["scaled_run_s"] if "scaled_run_s" in t.columns else t["run_s"]
+    ax_s.bar(x, scaled, color=colours)
+    ax_s.set_ylabel("scaled CPU time (s)")
+    crowded = len(t) > 8
+    ax_s.set_xticks(
+        x, labels, rotation=60 if crowded else 0, ha="right" if crowded else "center", fontsize=7
+    )
+    from matplotlib.patches import Patch
+
+    ax_r.legend(
+        handles=[Patch(color=colour[p], label=p) for p in names],
+        fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+    )
+    fig.suptitle(f"{_name(res)}: CPU time per thread")
+    return fig
+
+
+def speedup_table(
+    source: Any, *, metric: str = "makespan_s", by: str | None = None, baseline: str | None = None
+) -> Any:
+    """Speedup of each value of axis ``by`` (default: ``scheduler`` if swept,
+    else the first swept axis other than ``seed``) over ``baseline`` (default:
+    its first value), per combination of the other axes: ``baseline metric /
+    metric`` paired run by run on the same seed (and other values), then the
+    mean and standard deviation across seeds. Returns a DataFrame with
+    ``group``, ``by`` value, ``speedup``, ``std``, ``n``."""
+    import pandas as pd
+
+    table, axes = _sweep_table(source)
+    if metric not in table.columns:
+        raise PlotError(f"no column {metric!r} in the sweep table; e.g. makespan_s, energy_j")
+    ok = table[table["status"] == "ok"].copy()
+    if ok.empty:
+        raise PlotError("the sweep has no finished runs")
+    if by is None:
+        by = "scheduler" if "scheduler" in axes else next((a for a in axes if a != "seed"), None)
+    if by is None or by not in ok.columns:
+        raise PlotError(f"cannot compare along {by!r}; swept axes: {', '.join(axes)}")
+    values = list(dict.fromkeys(ok[by]))
+    base = baseline if baseline is not None else values[0]
+    if str(base) not in [str(v) for v in values]:
+        raise PlotError(f"baseline {base!r} is not a value of {by}: {', '.join(map(str, values))}")
+    base = next(v for v in values if str(v) == str(base))
+    others = [a for a in axes if a not in (by, "seed")]
+    pair_on = [a for a in axes if a != by]
+    ref = ok[ok[by] == base].set_index(pair_on)[metric] if pair_on else None
+    rows = []
+    for v in values:
+        sub = ok[ok[by] == v]
+        if ref is not None:
+            joined = sub.set_index(pair_on)[metric]
+            ratio = (ref.reindex(joined.index) / joined).dropna()
+            frame = ratio.reset_index()
+            frame.columns = [*pair_on, "ratio"]
+        else:
+            frame = pd.DataFrame(
+                {"ratio": [float(ok[ok[by] == base][metric].mean()) / float(sub[metric].mean())]}
+            )
+        groups = frame.groupby(others, sort=False) if others else [((), frame)]
+        for key, g in groups:
+            key = key if isinstance(key, tuple) else (key,)
+            label = "\n".join(f"{a}={k}" for a, k in zip(others, key, strict=True)) or "all"
+            rows.append(
+                {
+                    "group": label,
+                    by: v,
+                    "speedup": float(g["ratio"].mean()),
+                    "std": float(g["ratio"].std(ddof=1)) if len(g) > 1 else 0.0,
+                    "n": len(g),
+                }
+            )
+    out = pd.DataFrame(rows)
+    out.attrs.update(by=by, baseline=base, metric=metric)
+    return out
+
+
+def speedup(
+    source: Any, *, metric: str = "makespan_s", by: str | None = None, baseline: str | None = None
+) -> Any:
+    """Grouped bars of :func:`speedup_table` with ±1 standard deviation error bars."""
+    st = speedup_table(source, metric=metric, by=by, baseline=baseline)
+    by = st.attrs["by"]
+    groups = list(dict.fromkeys(st["group"]))
+    values = list(dict.fromkeys(st[by]))
+    fig, (ax,) = _figure(1, height=4.0, width=max(6.0, 1.1 * len(groups) * len(values) / 2 + 3))
+    width = 0.8 / len(values)
+    for j, v in enumerate(values):
+        sub = st[st[by] == v].set_index("group").reindex(groups)
+        xs = [i - 0.4 + width * (j + 0.5) for i in range(len(groups))]
+        ax.bar(
+            xs,
+            sub["speedup"],
+            width,
+            yerr=sub["std"],
+            capsize=3,
+            color=_PALETTE[j % len(_PALETTE)],
+            label=str(v),
+        )
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(groups)), groups, fontsize=8)
+    kind = "higher is better" if st.attrs["metric"] in ("ips_per_w",) else "baseline ÷ value"
+    ax.set_ylabel(f"speedup in {st.attrs['metric']} ({kind})")
+    ax.legend(title=by, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    n = int(st["n"].max()) if len(st) else 0
+    fig.suptitle(f"speedup over {by}={st.attrs['baseline']} (mean ± sd over {n} paired runs)")
+    return fig
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def _figure(rows: int, *, height: float, width: float = 9.0, sharex: bool = False) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, 1, sharex=sharex, squeeze=False)[:, 0]
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    return fig, list(axes)
+
+
+def _results(source: Any) -> Any:
+    from .results import Results
+
+    if isinstance(source, Results):
+        return source
+    if isinstance(source, str | Path):
+        d = Path(source)
+        if (d / "results.csv").exists() and not (d / "summary.json").exists():
+            raise PlotError(
+                f"{d} is a sweep folder: plot one of its runs (runs/<id>) or --kind speedup"
+            )
+        return Results.load(d)
+    raise PlotError(f"cannot plot a {type(source).__name__}; give a run folder or Results")
+
+
+def _need_trace(res: Any, kind: str) -> list[dict[str, Any]]:
+    if not res.trace:
+        raise PlotError(
+            f"{_name(res)}: the {kind} figure needs the run's trace; run it with --trace "
+            "(hetsched run FILE --trace --out DIR, or trace=True)"
+        )
+    return list(res.trace)
+
+
+def _name(res: Any) -> str:
+    return str(res.summary.get("scenario") or res.scenario.get("name") or "run")
+
+
+def _end_s(res: Any, trace: list[dict[str, Any]]) -> float:
+    end = res.summary.get("sim_end_s")
+    if isinstance(end, int | float) and end > 0:
+        return float(end)
+    last = max((e.get("end_ns", e["t_ns"]) for e in trace), default=1)
+    return max(last / 1e9, 1e-9)
+
+
+def _ncpus(res: Any, trace: list[dict[str, Any]]) -> int:
+    if len(res.cpus):
+        return len(res.cpus)
+    return 1 + max((int(e["cpu"]) for e in trace if "cpu" in e), default=0)
+
+
+def _cpu_labels(res: Any, ncpus: int) -> list[str]:
+    if "type" in res.cpus.columns and len(res.cpus) == ncpus:
+        return [f"cpu{i} {t}" for i, t in enumerate(res.cpus["type"])]
+    return [f"cpu{i}" for i in range(ncpus)]
+
+
+def _task_programs(res: Any) -> dict[int, str]:
+    t = res.tasks
+    if t.empty:
+        return {}
+    return {int(k): str(v) for k, v in zip(t["task"], t["program"], strict=True)}
+
+
+def _task_program_ids(res: Any) -> dict[int, int]:
+    t = res.tasks
+    if t.empty or "program_id" not in t.columns:
+        return {}
+    return {int(k): int(v) for k, v in zip(t["task"], t["program_id"], strict=True)}
+
+
+def _program_order(res: Any) -> Any:
+    order = {p: i for i, p in enumerate(dict.fromkeys(res.tasks.get("program", [])))}
+    return lambda p: (order.get(p, len(order)), p)
+
+
+def _busy_per_bin(
+    trace: list[dict[str, Any]], ncpus: int, end: float, bins: int
+) -> tuple[list[float], list[list[float]]]:
+    edges = [end * i / bins for i in range(bins + 1)]
+    busy = [[0.0] * bins for _ in range(ncpus)]
+    for e in trace:
+        if e.get("type") == "run" and e["end_ns"] > e["t_ns"] and int(e["cpu"]) < ncpus:
+            _spread(busy[int(e["cpu"])], None, edges, e["t_ns"] / 1e9, e["end_ns"] / 1e9, 1.0)
+    return edges, busy
+
+
+def _spread(
+    acc: list[float], other: list[float] | None, edges: list[float], lo: float, hi: float, w: float
+) -> None:
+    """Add ``w × overlap`` of [lo, hi) to each bin of ``acc``."""
+    n = len(acc)
+    if n == 0 or hi <= lo:
+        return
+    width = edges[1] - edges[0]
+    first = max(0, min(n - 1, int(lo / width)))
+    for i in range(first, n):
+        a, b = edges[i], edges[i + 1]
+        if a >= hi:
+            break
+        overlap = min(b, hi) - max(a, lo)
+        if overlap > 0:
+            acc[i] += w * overlap
+            if other is not None:
+                other[i] += overlap
+
+
+def _domains(res: Any, ncpus: int) -> list[int]:
+    if "freq_domain" in res.cpus.columns and len(res.cpus) == ncpus:
+        return [int(d) for d in res.cpus["freq_domain"]]
+    return list(range(ncpus))
+
+
+def _fmax(res: Any, ncpus: int) -> list[float]:
+    types = (res.scenario.get("machine") or {}).get("types") or {}
+    out = []
+    for cpu in range(ncpus):
+        ty = res.cpus["type"].iloc[cpu] if "type" in res.cpus.columns else None
+        ps = (types.get(ty) or {}).get("pstates") or []
+        mhz = max((p["mhz"] for p in ps), default=None)
+        if mhz is None and "final_mhz" in res.cpus.columns:
+            mhz = res.cpus["final_mhz"].iloc[cpu]
+        out.append(float(mhz or 0.0))
+    return out
+
+
+def _freq_steps(
+    res: Any, trace: list[dict[str, Any]], ncpus: int, end: float
+) -> list[tuple[list[float], list[float]]]:
+    domains = _domains(res, ncpus)
+    fmax = _fmax(res, ncpus)
+    changes: dict[int, list[tuple[float, float]]] = {}
+    for e in trace:
+        if e.get("type") == "freq":
+            changes.setdefault(int(e["domain"]), []).append((e["t_ns"] / 1e9, float(e["mhz"])))
+    out = []
+    for cpu in range(ncpus):
+        ts, mhz = [0.0], [fmax[cpu]]
+        for t, f in changes.get(domains[cpu], []):
+            ts.append(t)
+            mhz.append(f)
+        ts.append(end)
+        mhz.append(mhz[-1])
+        out.append((ts, mhz))
+    return out
+
+
+def _freq_lookup(res: Any, trace: list[dict[str, Any]], ncpus: int, end: float) -> Any:
+    """``f(cpu, a, b)`` → the [lo, hi, MHz] pieces of [a, b) at each frequency."""
+    import bisect
+
+    steps = _freq_steps(res, trace, ncpus, end)
+
+    def pieces(cpu: int, a: float, b: float) -> list[tuple[float, float, float]]:
+        ts, mhz = steps[cpu]
+        i = max(0, bisect.bisect_right(ts, a) - 1)
+        out = []
+        while i < len(ts) - 1 and ts[i] < b:
+            lo, hi = max(a, ts[i]), min(b, ts[i + 1])
+            if hi > lo:
+                out.append((lo, hi, mhz[i]))
+            i += 1
+        if not out:
+            out.append((a, b, mhz[min(i, len(mhz) - 1)]))
+        return out
+
+    return pieces
+
+
+class _PowerModel:
+    """The busy-power formula of docs/power.md with each CPU type's parameters
+    from the resolved scenario, and a program's ``mem`` for the compute fraction."""
+
+    def __init__(self, res: Any, ncpus: int) -> None:
+        machine = res.scenario.get("machine") or {}
+        self.types = machine.get("types") or {}
+        self.base_w = float(machine.get("platform_base_w") or 0.0)
+        self.cpu_type = list(res.cpus["type"]) if "type" in res.cpus.columns else [None] * ncpus
+        progs = (res.scenario.get("workload") or {}).get("programs") or []
+        self.mem = [float(p.get("mem") or 0.0) for p in progs]
+        self.cls = [p.get("class") for p in progs]
+
+    def _type(self, cpu: int) -> dict[str, Any]:
+        return self.types.get(self.cpu_type[cpu]) or {}
+
+    def idle_w(self, cpu: int) -> float:
+        return float((self._type(cpu).get("power") or {}).get("idle_w", 0.1))
+
+    def busy_w(self, cpu: int, prog: int | None, mhz: float) -> float:
+        ty = self._type(cpu)
+        p = ty.get("power") or {}
+        pstates = ty.get("pstates") or [{"mhz": mhz, "volt": 1.0}]
+        ps = min(pstates, key=lambda s: abs(s["mhz"] - mhz))
+        fmax = max(s["mhz"] for s in pstates)
+        m = self.mem[prog] if prog is not None and prog < len(self.mem) else 0.0
+        speedup = 1.0
+        if prog is not None and prog < len(self.cls) and self.cls[prog]:
+            speedup = float((ty.get("class_speedup") or {}).get(self.cls[prog], 1.0))
+        s = float(ty.get("capacity", 1024)) / 1024.0 * (ps["mhz"] / fmax) * speedup
+        cf = 1.0 if m <= 0 else ((1 - m) / s) / ((1 - m) / s + m)
+        activity = cf + float(p.get("stall_activity", 0.3)) * (1 - cf)
+        v = float(ps["volt"])
+        return (
+            float(p.get("static_w_per_v", 0.3)) * v
+            + float(p.get("dyn_w_per_v2ghz", 1.0)) * v * v * (ps["mhz"] / 1000.0) * activity
+        )
+
+
+def _sweep_table(source: Any) -> tuple[Any, list[str]]:
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        axes = list(source.attrs.get("axes") or [])
+        return source, axes
+    d = Path(source)
+    from .sweeps import read_table
+
+    try:
+        table = read_table(d)
+    except Exception as e:
+        raise PlotError(f"{d}: the speedup figure needs a sweep folder ({e})") from None
+    spec = d / "sweep.json"
+    axes = json.loads(spec.read_text("utf-8")).get("axes", []) if spec.exists() else []
+    return table, axes

@@ -19,6 +19,7 @@ The two trace files are written only for runs made with ``trace=True``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Mapping, Sequence
@@ -81,6 +82,30 @@ class Results:
     def cpus(self) -> pd.DataFrame:
         """One row per CPU."""
         return _frame(self._records["cpus"])
+
+    @classmethod
+    def load(cls, out_dir: str | Path) -> Results:
+        """Read back a folder written by :meth:`save` (or ``hetsched run --out``).
+        ``raw_json`` is rebuilt from the files; the trace is there when the run
+        was traced. Raises :class:`FileNotFoundError` naming a missing file."""
+        d = Path(out_dir)
+        if not (d / "summary.json").exists():
+            raise FileNotFoundError(
+                2, "not a run folder (no summary.json; write one with hetsched run --out)", str(d)
+            )
+        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        warnings = summary.pop("warnings", [])
+        doc: dict[str, Any] = {"summary": summary, "warnings": warnings}
+        for name in ("tasks", "programs", "cpus"):
+            path = d / f"{name}.csv"
+            doc[name] = _read_rows(path) if path.exists() else []
+        scenario = d / "scenario.json"
+        doc["scenario"] = json.loads(scenario.read_text("utf-8")) if scenario.exists() else {}
+        trace = d / "trace.jsonl"
+        if trace.exists():
+            with trace.open(encoding="utf-8") as f:
+                doc["trace"] = [json.loads(line) for line in f if line.strip()]
+        return cls(json.dumps(doc))
 
     def summary_table(self) -> str:
         """A plain-text account of the run: the headline numbers, then one line per
@@ -214,6 +239,22 @@ class Results:
         return self.summary_table()
 
     __str__ = __repr__
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows of a CSV written by :meth:`Results.save`, with JSON text cells
+    (``run_s_by_type``) parsed back and missing values as None."""
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return []
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    for row in rows:
+        for k, v in row.items():
+            if isinstance(v, str) and v[:1] in "{[":
+                with contextlib.suppress(ValueError):
+                    row[k] = json.loads(v)
+    return rows
 
 
 def _frame(rows: Sequence[Mapping[str, Any]] | None) -> pd.DataFrame:
