@@ -20,7 +20,7 @@ VBIN := $(VENV)/bin
 PY := $(VBIN)/python
 PIP := $(VBIN)/pip
 
-.PHONY: venv build demo test bench lint clean
+.PHONY: venv build realprogs demo test bench lint clean
 
 venv: $(VENV)/.stamp
 
@@ -34,10 +34,17 @@ $(VENV)/.stamp: pyproject.toml Makefile
 build: venv
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VBIN)/maturin develop --release
 
+# The small C programs that `hetsched linux` runs on the real machine.
+REALPROGS := build/realprogs
+realprogs:
+	mkdir -p $(REALPROGS)
+	for p in spin chase phases; do gcc -O2 -Wall -Wextra -std=gnu11 -o $(REALPROGS)/$$p realprogs/$$p.c || exit 1; done
+	gcc -O2 -Wall -Wextra -std=gnu11 -o $(REALPROGS)/threads realprogs/threads.c -pthread
+
 demo: build
 	$(VBIN)/hetsched run scenarios/demo.toml --out out/demo
 
-test: build
+test: build realprogs
 	cargo test --release -p hetsched-core
 	$(PY) -m pytest -q
 	$(PY) -m mypy.stubtest hetsched._core
@@ -51,6 +58,6 @@ lint: venv
 	$(VBIN)/ruff check $(wildcard python tests bench)
 
 clean:
-	rm -rf $(VENV) target out results .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) target out results build .pytest_cache .mypy_cache .ruff_cache
 	find python tests bench -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true
 	rm -f python/hetsched/_core.*.so python/hetsched/_core.*.pyd

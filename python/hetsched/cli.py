@@ -145,6 +145,10 @@ def _parser() -> argparse.ArgumentParser:
         help="also write the rows as a Markdown scorecard (docs/validation.md)",
     )
     rp.set_defaults(handler=_cmd_reproduce)
+
+    from .linux.cli import register as register_linux  # hetsched linux ...
+
+    register_linux(sub)
     return p
 
 
