@@ -58,8 +58,10 @@ static inline uint64_t hs_arg_u64(const char *prog, const char *name, const char
 static inline void hs_report(const char *prog, double wall0, double cpu0, const char *extra) {
     double wall = hs_now(CLOCK_MONOTONIC) - wall0;
     double cpu = hs_now(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-    printf("{\"program\":\"%s\",\"wall_s\":%.6f,\"cpu_s\":%.6f%s%s}\n", prog, wall, cpu,
-           extra && *extra ? "," : "", extra ? extra : "");
+    /* start_mono: CLOCK_MONOTONIC at the start of the work, so a harness on
+     * the same clock knows exactly when the work began. */
+    printf("{\"program\":\"%s\",\"start_mono\":%.6f,\"wall_s\":%.6f,\"cpu_s\":%.6f%s%s}\n",
+           prog, wall0, wall, cpu, extra && *extra ? "," : "", extra ? extra : "");
     fflush(stdout);
 }
 

@@ -5,7 +5,7 @@ the agent's own.
 A profile such as ``cpu0=100%, cpu1=50%`` makes CPU 1 deliver half of its
 time to the processes placed on it, the way the papers throttled cores with
 clock modulation: the CFS bandwidth controller lets the group run for
-``duty × period`` of every ``period`` (100 ms). A process placed on several
+``duty × period`` of every ``period`` (20 ms by default). A process placed on several
 CPUs goes to a group of that combination whose quota is the sum of their
 duty cycles (so a set of CPUs delivers their total capacity, though not
 per-CPU exactly: see ``docs/real-linux.md``).
@@ -28,7 +28,10 @@ from pathlib import Path
 
 from . import LinuxError
 
-PERIOD_US = 100_000
+#: Default bandwidth period: short, so that a duty cycle is delivered evenly
+#: (a task finishes at most a fraction of a period late or early), not in
+#: bursts of the kernel's default 100 ms.
+PERIOD_US = 20_000
 #: Group weight that lets the emulated CPUs win against other load on a
 #: shared machine (v1 ``cpu.shares`` maximum, v2 ``cpu.weight`` maximum).
 HIGH_SHARES_V1, HIGH_WEIGHT_V2 = 262_144, 10_000
@@ -176,11 +179,21 @@ def _cgroup_of(pid: int, controller: str) -> str | None:
 class Groups:
     """The agent's cgroups (see the module doc). Create with :meth:`open`."""
 
-    def __init__(self, profile: Profile, version: str, mounts: dict[str, Path], weight: bool):
+    def __init__(
+        self,
+        profile: Profile,
+        version: str,
+        mounts: dict[str, Path],
+        weight: bool,
+        period_us: int = PERIOD_US,
+    ):
         self.profile = profile
         self.version = version
         self.mounts = mounts
         self.high_weight = weight
+        if not 1000 <= period_us <= 1_000_000:
+            raise LinuxError(f"quota period {period_us / 1000:g} ms is outside 1 to 1000 ms")
+        self.period_us = period_us
         self.name = f"hetsched-{os.getpid()}"
         self.created: list[tuple[str, Path]] = []  # (controller, group) in creation order
         self.groups: dict[tuple[int, ...], dict[str, Path]] = {}
@@ -191,14 +204,20 @@ class Groups:
         self.closed = False
 
     @classmethod
-    def open(cls, profile: Profile, prefer: str = "auto", high_weight: bool = False) -> Groups:
+    def open(
+        cls,
+        profile: Profile,
+        prefer: str = "auto",
+        high_weight: bool = False,
+        period_us: int = PERIOD_US,
+    ) -> Groups:
         if os.geteuid() != 0:
             raise LinuxError(
                 "emulated asymmetry needs root: creating cgroups needs CAP_SYS_ADMIN "
                 "(run as root, or leave out --profile)"
             )
         version, mounts = detect(prefer)
-        g = cls(profile, version, mounts, high_weight)
+        g = cls(profile, version, mounts, high_weight, period_us)
         try:
             g._make_parent()
             for cpu in profile.cpus:
@@ -261,7 +280,7 @@ class Groups:
             _write(cs / "cpuset.mems", mems)
 
     def quota_us(self, cpus: list[int]) -> int:
-        return round(PERIOD_US * sum(self.profile.duty[c] for c in cpus))
+        return round(self.period_us * sum(self.profile.duty[c] for c in cpus))
 
     def group_for(self, cpus: list[int]) -> dict[str, Path]:
         """The group of exactly these CPUs (created on first use)."""
@@ -280,7 +299,7 @@ class Groups:
             g = self.parent[""] / label
             self._mkdir("", g)
             _write(g / "cpuset.cpus", cpus_text)
-            _write(g / "cpu.max", "max" if full else f"{quota} {PERIOD_US}")
+            _write(g / "cpu.max", "max" if full else f"{quota} {self.period_us}")
             if self.high_weight:
                 _write(g / "cpu.weight", str(HIGH_WEIGHT_V2))
             paths[""] = g
@@ -292,7 +311,7 @@ class Groups:
             paths["cpuset"] = cs
             cg = self.parent["cpu"] / label
             self._mkdir("cpu", cg)
-            _write(cg / "cpu.cfs_period_us", str(PERIOD_US))
+            _write(cg / "cpu.cfs_period_us", str(self.period_us))
             _write(cg / "cpu.cfs_quota_us", "-1" if full else str(quota))
             if self.high_weight:
                 _write(cg / "cpu.shares", str(HIGH_SHARES_V1))

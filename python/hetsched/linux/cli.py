@@ -99,6 +99,9 @@ def register(sub: Any) -> None:
     v.add_argument(
         "--nice", type=int, default=0, help="nice value of the real programs (root may use < 0)"
     )
+    v.add_argument(
+        "--repeats", type=int, help="real runs per case, median taken (default 3; full: 5)"
+    )
     v.add_argument("--json", action="store_true", help="print the rows as JSON")
     v.set_defaults(handler=_cmd_validate)
 
@@ -231,34 +234,29 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from .._text import table
     from .validate import run_validation
 
-    rows = run_validation(scale=args.scale, only=args.only, nice=args.nice)
+    rows = run_validation(scale=args.scale, only=args.only, nice=args.nice, repeats=args.repeats)
     if args.json:
         print(json.dumps(_clean(rows), indent=2, default=_json_default))
     else:
+        head = ["case", "program", "kind", "predicted", "measured", "error", "target"]
+        body = [
+            [
+                r["case"],
+                r["program"],
+                r["kind"],
+                _s(r["predicted_s"]),
+                _s(r["measured_s"]),
+                f"{100 * r['error']:+.1f} %" if r["error"] is not None else "-",
+                f"±{100 * r['target']:.0f} % {r['verdict']}",
+            ]
+            for r in rows
+        ]
         print(
             table(
+                [*head, "cpu time sim / real"],
                 [
-                    "case",
-                    "program",
-                    "kind",
-                    "predicted_s",
-                    "measured_s",
-                    "error",
-                    "sim share",
-                    "real share",
-                ],
-                [
-                    [
-                        r["case"],
-                        r["program"],
-                        r["kind"],
-                        f"{r['predicted_s']:.3f}",
-                        f"{r['measured_s']:.3f}" if r["measured_s"] is not None else "-",
-                        f"{100 * r['error']:+.1f} %" if r["error"] is not None else "-",
-                        f"{r['predicted_share']:.2f}",
-                        f"{r['measured_share']:.2f}" if r["measured_share"] is not None else "-",
-                    ]
-                    for r in rows
+                    [*b, f"{_s(r['predicted_cpu_s'])} / {_s(r['measured_cpu_s'])}"]
+                    for b, r in zip(body, rows, strict=True)
                 ],
             )
         )
@@ -287,6 +285,10 @@ def _clean(v: Any) -> Any:
     if isinstance(v, list | tuple):
         return [_clean(x) for x in v]
     return v
+
+
+def _s(v: Any) -> str:
+    return f"{v:.3f} s" if isinstance(v, int | float) and math.isfinite(v) else "-"
 
 
 def _json_default(v: Any) -> Any:

@@ -190,6 +190,7 @@ class Runner:
         duration_s: float | None = None,
         cgroup_version: str = "auto",
         high_weight: bool = False,
+        quota_period_ms: float = 20.0,
         poll_ms: float = 5.0,
         log: Callable[[str], None] | None = None,
     ) -> None:
@@ -206,6 +207,7 @@ class Runner:
         )
         self.cgroup_version = cgroup_version
         self.high_weight = high_weight
+        self.quota_period_ms = quota_period_ms
         self.poll_s = poll_ms / 1000.0
         self.log = log or (lambda m: print(f"hetsched: {m}", file=sys.stderr))
         self.warnings: list[str] = []
@@ -343,6 +345,10 @@ class Runner:
         def in_child() -> None:
             # Runs in the child before exec: place it before it does any work.
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            # A process group of its own (to stop it with its children), but
+            # the agent's session: with autogroup scheduling a new session
+            # would be a group of its own and nice values would not compare.
+            os.setpgid(0, 0)
             if nice:
                 os.setpriority(os.PRIO_PROCESS, 0, nice)
             os.sched_setaffinity(0, all_cpus)
@@ -355,6 +361,9 @@ class Runner:
         # new process is recorded, or it would be left running: hold the
         # signals until then (the child unblocks them before exec).
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        # Its start: just before the fork (Popen returns only after the exec,
+        # and a busy machine may delay the agent's return from it).
+        started = self.elapsed()
         try:
             try:
                 with out.open("wb") as fo, err.open("wb") as fe:
@@ -364,13 +373,12 @@ class Runner:
                         stderr=fe,
                         stdin=subprocess.DEVNULL,
                         preexec_fn=in_child,
-                        start_new_session=True,
                     )
             except (OSError, subprocess.SubprocessError) as e:
                 why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
                 self._failed(t, f"{' '.join(t.spec.command)}: cannot start: {why}")
                 return
-            inst = Instance(t.id, idx, p.pid, self.elapsed(), popen=p, out_path=out)
+            inst = Instance(t.id, idx, p.pid, started, popen=p, out_path=out)
             t.current = inst
             t.instances.append(inst)
         finally:
@@ -508,7 +516,12 @@ class Runner:
 
     def _setup(self) -> None:
         if self.profile is not None:
-            self.groups = Groups.open(self.profile, self.cgroup_version, self.high_weight)
+            self.groups = Groups.open(
+                self.profile,
+                self.cgroup_version,
+                self.high_weight,
+                period_us=round(self.quota_period_ms * 1000),
+            )
             self.cpusets = [
                 {"name": f"cpu{c}", "cpus": [c], "mhz": self.effective_mhz(c)}
                 for c in self.profile.cpus
@@ -619,8 +632,8 @@ class Runner:
             and t.current.popen is not None
             and t.current.popen.poll() is None
         ]
-        # Each launched program leads a session of its own: signal the whole
-        # process group, so children it started stop too.
+        # Each launched program leads a process group of its own: signal the
+        # whole group, so children it started stop too.
         for p in launched:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(p.pid, signal.SIGTERM)
@@ -746,6 +759,12 @@ class Runner:
                         "threads": int(inst.output.get("threads", 1)) if inst.output else 1,
                         "exit_status": inst.status,
                         "cpu_s": inst.output.get("cpu_s") if inst.output else None,
+                        # The program's own account of its run (hetsched's real
+                        # programs print it): free of the agent's delays.
+                        "program_wall_s": inst.output.get("wall_s") if inst.output else None,
+                        "work_start_s": inst.output["start_mono"] - self.t0
+                        if inst.output and "start_mono" in inst.output
+                        else None,
                     }
                 )
         cpu_t1 = procfs.cpu_times()
