@@ -108,6 +108,10 @@ def register(sub: Any) -> None:
     cl = lsub.add_parser("cleanup", help="remove cgroups left by an agent that was killed")
     cl.set_defaults(handler=_cmd_cleanup)
 
+    from . import hotplug
+
+    hotplug.register(lsub, _guard)
+
 
 @_guard
 def _cmd_build(args: argparse.Namespace) -> int:
