@@ -312,17 +312,42 @@ def test_bad_workloads_name_the_field(workload: dict[str, Any], message: str) ->
     assert message in str(e.value)
 
 
-def test_agents_that_cannot_run_on_linux_say_why(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_agent_names_are_checked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     wl = tmp_path / "w.toml"
     wl.write_text('[[programs]]\nname = "a"\ncommand = "spin 1"\n')
     assert cli.main(["linux", "agent", str(wl), "--agent", "patel-cpu"]) == 1
-    assert "Patel's agents are built into the Rust core" in capsys.readouterr().err
+    assert "patel-cpu needs cpusets" in capsys.readouterr().err
+    assert cli.main(["linux", "agent", str(wl), "--agent", "patel-cpu[speed=2]"]) == 1
+    assert "patel-cpu" in capsys.readouterr().err
     assert cli.main(["linux", "agent", str(wl), "--agent", "fastest"]) == 1
     assert "unknown agent; allowed: none, faster-first, equal-share" in capsys.readouterr().err
     assert cli.main(["linux", "agent"]) == 1
     assert "give a workload file or at least one --pid" in capsys.readouterr().err
+
+
+def test_patel_agent_moves_real_processes_between_emulated_cpus(tmp_path: Path) -> None:
+    from hetsched.linux.agents import PatelAgent
+
+    seen: list[list[list[int]]] = []
+
+    class Watch(PatelAgent):
+        def sample(self, cx: Any) -> None:
+            super().sample(cx)
+            seen.append([p["affinity"] for p in cx.processes()])
+
+    wl = from_dict(_spinners(3))
+    r = Runner(
+        wl,
+        Watch("patel-cpu[interval_ms=40]"),
+        profile=cgroups.parse_profile(PROFILE),
+        duration_s=0.6,
+        log=lambda m: None,
+    )
+    doc = r.run()
+    assert doc["summary"]["agent"].startswith("patel-cpu")
+    # Arrivals go to the cpuset of least throughput estimate a: every process
+    # is confined to one emulated CPU from the second sample on.
+    assert seen and all(a in ([0], [1]) for a in seen[-1])
 
 
 def test_plain_cfs_run_writes_simulator_style_results(tmp_path: Path) -> None:

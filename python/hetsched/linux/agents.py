@@ -23,7 +23,7 @@ from typing import Any
 
 from ..policy import Agent
 
-__all__ = ["AGENTS", "EqualShareAgent", "FasterFirstAgent", "places"]
+__all__ = ["AGENTS", "EqualShareAgent", "FasterFirstAgent", "PatelAgent", "places"]
 
 
 def places(cx: Any) -> list[tuple[list[int], float]]:
@@ -98,6 +98,48 @@ class EqualShareAgent(Agent):
             self.placed[p["task"]] = mhz_of[tuple(want)]
             if sorted(p["affinity"]) != want:
                 cx.set_affinity(p["task"], want)
+
+
+class PatelAgent(Agent):
+    """One of Patel's four agents (``patel-cpu``, ``patel-priority``,
+    ``patel-cachemiss``, ``patel-ctxswitch``, with parameters as in a scenario)
+    driven through the Python ``Agent`` interface: the decisions are the Rust
+    core's own (``hetsched._core.PatelPlanner``, the ``plan`` function of the
+    built-in agents); this class only gathers what they observe and carries
+    out the moves. It needs cpusets: the scenario's in the simulator, the
+    emulated CPUs (``--profile``) on real Linux."""
+
+    def __init__(self, spec: str) -> None:
+        from .._core import PatelPlanner
+
+        self.planner = PatelPlanner(spec)
+        self.name = self.planner.name
+        self.period_ms = self.planner.period_ms
+
+    def init(self, cx: Any) -> None:
+        if not cx.cpusets():
+            raise ValueError(
+                f"{self.name} needs cpusets: add [[cpusets]] to the scenario, or give "
+                "--profile on real Linux"
+            )
+
+    def sample(self, cx: Any) -> None:
+        sets = cx.cpusets()
+        if not sets:
+            return
+        views = [
+            {
+                "cpus": sorted(s["cpus"]),
+                "mhz": sum(float(cx.cpu_mhz(c)) for c in s["cpus"]) / len(s["cpus"]),
+                "load": float(cx.cpuset_load(i)),
+            }
+            for i, s in enumerate(sets)
+        ]
+        for a in self.planner.plan(cx.processes(), views, cx.ncpus, cx.load_avg()):
+            if a["action"] == "move":
+                cx.set_affinity(a["task"], views[a["set"]]["cpus"])
+            else:
+                cx.set_nice(a["task"], a["nice"])
 
 
 AGENTS: dict[str, type[Agent]] = {"faster-first": FasterFirstAgent, "equal-share": EqualShareAgent}

@@ -72,7 +72,8 @@ def register(sub: Any) -> None:
     a.add_argument(
         "--agent",
         default="none",
-        help="faster-first, equal-share, python:module:Class[...], or none (plain CFS; default)",
+        help="faster-first, equal-share, patel-cpu (and Patel's other three, with "
+        "[param=value]), python:module:Class[...], or none (plain CFS; default)",
     )
     a.add_argument(
         "--profile", help="emulated asymmetry, e.g. 'cpu0=100%%, cpu1=50%%' (needs root)"
@@ -154,16 +155,17 @@ def resolve_agent(spec: str) -> Any:
     m = re.fullmatch(r"([\w-]+)\s*(?:\[(.*)\])?", spec)
     name = m.group(1) if m else spec
     if name.startswith("patel-"):
-        raise LinuxError(
-            f"--agent {name}: Patel's agents are built into the Rust core, and its Python "
-            "binding runs them only inside a simulation (the decision function Patel::plan "
-            "is not exported); see docs/real-linux.md for how to export it. Agents that run "
-            f"on real Linux: {', '.join(AGENTS)}, or python:module:Class"
-        )
+        from .. import _core
+        from .agents import PatelAgent
+
+        try:
+            return PatelAgent(spec)
+        except _core.PolicyError as e:
+            raise LinuxError(f"--agent: {e}") from None
     if m is None or name not in AGENTS:
         raise LinuxError(
             f"--agent {spec!r}: unknown agent; allowed: none, {', '.join(AGENTS)}, "
-            "python:module:Class[...]"
+            "patel-cpu, patel-priority, patel-cachemiss, patel-ctxswitch, python:module:Class[...]"
         )
     kwargs: dict[str, Any] = {}
     for item in (m.group(2) or "").split(","):

@@ -257,6 +257,9 @@ class Runner:
         duty = self.profile.duty.get(cpu, 1.0) if self.profile else 1.0
         return max(1, round(_nominal_mhz(cpu) * duty))
 
+    def _agent_name(self) -> str:
+        return str(getattr(self.agent, "name", type(self.agent).__name__))
+
     def warn(self, msg: str) -> None:
         if msg not in self.warnings:
             self.warnings.append(msg)
@@ -554,7 +557,12 @@ class Runner:
             try:
                 self._setup()
                 if self.agent is not None and hasattr(self.agent, "init"):
-                    self.agent.init(RealContext(self))
+                    try:
+                        self.agent.init(RealContext(self))
+                    except (LinuxError, Stop):
+                        raise
+                    except Exception as e:
+                        raise LinuxError(f"agent {self._agent_name()}: {e}") from e
                 self._loop()
             except Stop as e:
                 stopped = e
@@ -610,6 +618,12 @@ class Runner:
                     except LinuxError as e:
                         self.agent_errors.append(str(e))
                         self.warn(f"agent: {e}")
+                    except Stop:
+                        raise
+                    except Exception as e:
+                        raise LinuxError(
+                            f"agent {self._agent_name()} failed: {type(e).__name__}: {e}"
+                        ) from e
                 next_sample += self.period_s
                 if next_sample < now:
                     next_sample = now + self.period_s
