@@ -161,6 +161,8 @@ def _write(path: Path, value: str) -> None:
             f"{path}: permission denied; emulated asymmetry needs root "
             "(CAP_SYS_ADMIN to create cgroups)"
         ) from None
+    except OSError as e:
+        raise LinuxError(f"{path}: cannot write {value!r}: {e.strerror or e}") from None
 
 
 def _cgroup_of(pid: int, controller: str) -> str | None:
