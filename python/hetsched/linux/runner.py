@@ -537,8 +537,11 @@ class Runner:
                 if t.given and t.current is not None:
                     self.groups.place(t.current.pid, list(self.cpus))
         for t in self.tasks:
-            if t.given and t.current is not None and self.counters.available:
-                self.counters.attach(t.current.pid)
+            if t.given and t.current is not None:
+                # A given process has run before: its first interval starts now.
+                t.last, t.last_t = procfs.read(t.current.pid), self.elapsed()
+                if self.counters.available:
+                    self.counters.attach(t.current.pid)
 
     def run(self) -> dict[str, Any]:
         """Run to the end (all programs done, or ``duration_s``) and return the
