@@ -392,3 +392,46 @@ def test_plain_cfs_run_writes_simulator_style_results(tmp_path: Path) -> None:
     # The folder reads back like a simulated run's.
     res = Results(json.dumps({"summary": summary, "programs": programs.to_dict("records")}))
     assert "plain" in res.summary_table()
+
+
+def test_cgroup_v2_layout_on_a_fake_hierarchy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The v2 code path, on a directory that stands in for a cgroup2 mount
+    (the development machine binds cpu and cpuset to v1)."""
+    import shutil
+
+    root = tmp_path / "unified"
+    root.mkdir()
+    (root / "cgroup.subtree_control").write_text("memory\n")
+    monkeypatch.setattr(cgroups, "detect", lambda prefer="auto": ("v2", {"": root}))
+    monkeypatch.setattr(cgroups, "_cgroup_of", lambda pid, ctrl: "/")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    # Directories of a real cgroup fs are removed with rmdir although they
+    # list files; here they hold plain files.
+    monkeypatch.setattr(Path, "rmdir", lambda self: shutil.rmtree(self))
+    written: dict[str, list[str]] = {}
+    real_write = cgroups._write
+
+    def record(path: Path, value: str) -> None:
+        written.setdefault(str(path.relative_to(root)), []).append(value)
+        real_write(path, value)
+
+    monkeypatch.setattr(cgroups, "_write", record)
+    g = cgroups.Groups.open(
+        cgroups.parse_profile("cpu0=100%, cpu1=50%", online={0, 1}), high_weight=True
+    )
+    parent = f"hetsched-{os.getpid()}"
+    assert written["cgroup.subtree_control"] == ["+cpu", "+cpuset"]
+    assert written[f"{parent}/cpuset.cpus"] == ["0,1"]
+    assert written[f"{parent}/cgroup.subtree_control"] == ["+cpu +cpuset"]
+    assert written[f"{parent}/cpu0/cpu.max"] == ["max"]
+    assert written[f"{parent}/cpu1/cpu.max"] == ["10000 20000"]
+    assert written[f"{parent}/cpu0-1/cpu.max"] == ["30000 20000"]
+    assert written[f"{parent}/cpu1/cpu.weight"] == ["10000"]
+    g.place(4242, [1])
+    assert written[f"{parent}/cpu1/cgroup.procs"] == ["4242"]
+    assert g.close() == []
+    assert not (root / parent).exists()
+    # The controllers it enabled at the root are given back.
+    assert written["cgroup.subtree_control"][-2:] == ["-cpuset", "-cpu"]
