@@ -23,6 +23,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -578,6 +579,8 @@ class Runner:
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
             try:
                 problems = self.cleanup()
+                # The programs' captured output was read as they ended.
+                shutil.rmtree(self.outdir, ignore_errors=True)
             finally:
                 for sig in _STOP_SIGNALS:
                     signal.signal(sig, lambda *_: None)
