@@ -20,7 +20,7 @@ VBIN := $(VENV)/bin
 PY := $(VBIN)/python
 PIP := $(VBIN)/pip
 
-.PHONY: venv build demo test bench lint clean
+.PHONY: venv build realprogs linux-deps demo test bench lint clean
 
 venv: $(VENV)/.stamp
 
@@ -35,10 +35,28 @@ $(VENV)/.stamp: pyproject.toml Makefile
 build: venv
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VBIN)/maturin develop --release
 
+# The small C programs that `hetsched linux` runs on the real machine.
+REALPROGS := build/realprogs
+realprogs:
+	mkdir -p $(REALPROGS)
+	for p in spin chase phases; do gcc -O2 -Wall -Wextra -std=gnu11 -o $(REALPROGS)/$$p realprogs/$$p.c || exit 1; done
+	gcc -O2 -Wall -Wextra -std=gnu11 -o $(REALPROGS)/threads realprogs/threads.c -pthread
+	gcc -O2 -Wall -Wextra -std=gnu11 -static -o $(REALPROGS)/hotplug_bench realprogs/hotplug_bench.c -pthread
+
+# QEMU and a static busybox for `hetsched linux hotplug-bench` (VM mode).
+# Installed with apt-get when missing and when we may (root on Debian);
+# skipped otherwise, and the VM test is then skipped with the reason.
+linux-deps:
+	@if command -v qemu-system-x86_64 >/dev/null && [ -x /bin/busybox ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends qemu-system-x86 busybox-static >/dev/null; \
+	else echo "linux-deps: qemu-system-x86 or busybox-static missing and apt-get unavailable (not root?); the VM test will be skipped"; fi
+
 demo: build
 	$(VBIN)/hetsched run scenarios/demo.toml --out out/demo
 
-test: build
+test: build realprogs linux-deps
 	cargo test --release -p hetsched-core
 	$(PY) -m pytest -q
 	$(PY) -m mypy.stubtest hetsched._core
@@ -52,6 +70,6 @@ lint: venv
 	$(VBIN)/ruff check $(wildcard python tests bench examples)
 
 clean:
-	rm -rf $(VENV) target out results .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) target out results build .pytest_cache .mypy_cache .ruff_cache
 	find python tests bench -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true
 	rm -f python/hetsched/_core.*.so python/hetsched/_core.*.pyd

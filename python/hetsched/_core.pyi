@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional, Sequence, final
 __all__ = [
     "Context",
     "HetschedError",
+    "PatelPlanner",
     "PolicyError",
     "Scenario",
     "ScenarioError",
@@ -171,3 +172,27 @@ class Context:
         """Index of ``cpu``'s frequency domain (for ``set_frequency``)."""
     def load_avg(self) -> float:
         """Number of runnable + running tasks (instantaneous)."""
+
+@final
+class PatelPlanner:
+    """The decision function of one of Patel's agents (by spec, e.g.
+    ``"patel-priority[interval_ms=500]"``), for a daemon that observes real
+    processes (``hetsched linux agent --agent patel-cpu``). Keeps the agent's
+    memory (processes seen, samples) between calls."""
+
+    def __new__(cls, spec: str) -> PatelPlanner: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def period_ms(self) -> float: ...
+    def plan(
+        self,
+        processes: list[dict[str, Any]],
+        cpusets: list[dict[str, Any]],
+        ncpus: int,
+        instant_load: float,
+    ) -> list[dict[str, Any]]:
+        """One sample: ``processes`` as ``Context.processes()`` gives them,
+        ``cpusets`` as ``{"cpus", "mhz", "load"}``; returns
+        ``{"action": "move", "task", "set", "rule"}`` and
+        ``{"action": "nice", "task", "nice"}`` dicts."""

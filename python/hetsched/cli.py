@@ -232,6 +232,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     ra.set_defaults(handler=_cmd_from_rtapp)
     wl.set_defaults(handler=lambda args: _usage(wl))
+
+    from .linux.cli import register as register_linux  # hetsched linux ...
+
+    register_linux(sub)
     return p
 
 

@@ -8,6 +8,8 @@
 // flags on every method returning PyResult.
 #![allow(clippy::useless_conversion)]
 
+mod agent_plan;
+
 use hetsched_core::metrics::RunResults;
 use hetsched_core::policy::{Agent, Ctx, EnqFlags, Scheduler};
 use hetsched_core::scenario::{self, Format};
@@ -754,6 +756,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", py.get_type_bound::<SimulationError>())?;
     m.add_class::<Scenario>()?;
     m.add_class::<Context>()?;
+    m.add_class::<agent_plan::PatelPlanner>()?;
     m.add_function(wrap_pyfunction!(parse_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
