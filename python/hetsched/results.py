@@ -9,6 +9,7 @@ prints a summary a newcomer can read, and writes everything to a folder:
 ``tasks.csv``      one row per task (thread) with its counters
 ``programs.csv``   one row per program instance with its completion time
 ``cpus.csv``       one row per CPU: busy and idle time, energy, ticks
+``vms.csv``        one row per virtual machine (only for scenarios with VMs)
 ``scenario.json``  the resolved scenario (presets expanded, seed included)
 ``trace.json``     Perfetto/Chrome trace, open in https://ui.perfetto.dev
 ``trace.jsonl``    the typed trace events, one JSON object per line
@@ -41,6 +42,11 @@ class Results:
             reference milliseconds, ``run_s_by_type`` splits CPU time by CPU type.
         programs: one row per completed program instance.
         cpus: one row per CPU (``utilization``, ``energy_j``, ``final_mhz`` ...).
+        vms: one row per virtual machine: ``vcpu_tasks`` (host task ids of its
+            vCPUs, as in trace events), ``run_s`` and ``fast_s`` (vCPU time in
+            all and on the fastest CPU type), ``migrations`` of its vCPUs and
+            ``active_vcpus`` (``(t_s, count)`` at each change). Empty without
+            VMs; vCPUs are not rows of ``tasks``.
         trace: typed trace events (empty unless the run was traced).
         warnings: what the core found questionable but ran anyway.
         scenario: the resolved scenario, as a dict of the scenario-file schema.
@@ -51,6 +57,7 @@ class Results:
     tasks: pd.DataFrame
     programs: pd.DataFrame
     cpus: pd.DataFrame
+    vms: pd.DataFrame
     trace: list[dict[str, Any]]
     warnings: list[str]
     scenario: dict[str, Any]
@@ -65,6 +72,7 @@ class Results:
         self.tasks = _frame(data.get("tasks"))
         self.programs = _frame(data.get("programs"))
         self.cpus = _frame(data.get("cpus"))
+        self.vms = _frame(data.get("vms"))
         self.trace = list(data.get("trace") or [])
         self.warnings = [str(w) for w in data.get("warnings") or []]
         self.scenario = dict(data.get("scenario") or {})
@@ -187,7 +195,10 @@ class Results:
             ("tasks", self.tasks),
             ("programs", self.programs),
             ("cpus", self.cpus),
+            ("vms", self.vms),
         ):
+            if name == "vms" and frame.empty:
+                continue
             _csv_ready(frame).to_csv(out / f"{name}.csv", index=False)
         _write_json(out / "scenario.json", self.scenario)
         if self.trace:
