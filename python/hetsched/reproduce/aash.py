@@ -98,6 +98,13 @@ WORK_S = {"full": 20.0, "quick": 3.0}
 SEEDS = {"full": [1, 2, 3, 4], "quick": [1, 2]}
 POINTS = 5.0  # the tolerance of the speedup rows, percentage points
 
+#: What the model's Credit lacks, for the rows where AASH's gain differs.
+STATIC_CREDIT = (
+    "the model's Credit leaves a vCPU that has a CPU to itself and never blocks where"
+    " it is, so a placement (random per seed) decides for long stretches who holds the"
+    " fast core; the measured Xen also ran dom0 and guest daemons that move vCPUs"
+)
+
 
 def seq_work_fraction(time_share: float, threads: int) -> float:
     """Work fraction of the sequential part that takes ``time_share`` of the
@@ -207,16 +214,25 @@ def speedup(credit: list[float], aash: list[float]) -> float:
 
 
 def speed_row(
-    rid: str, claim: str, published: float, sim: float, note: str = "", trend_ok: bool | None = None
+    rid: str,
+    claim: str,
+    published: float,
+    sim: float,
+    note: str = "",
+    trend_ok: bool | None = None,
 ) -> Row:
     ok = (sim > 0) == (published > 0) if trend_ok is None else trend_ok
+    verdict = verdict_within(published, sim, abs_tol=POINTS, trend_ok=ok)
+    if verdict != "match":
+        more = "larger" if sim > published else "smaller"
+        note = "; ".join(x for x in (note, f"gain {more} than measured: {STATIC_CREDIT}") if x)
     return Row(
         id=rid,
         claim=claim,
         published=published,
         simulated=round(sim, 2),
         tolerance=tolerance_text(abs_tol=POINTS) + " points",
-        verdict=verdict_within(published, sim, abs_tol=POINTS, trend_ok=ok),
+        verdict=verdict,
         note=note,
     )
 
@@ -434,7 +450,9 @@ def aash_1vm(scale: str) -> Outcome:
             simulated=round(min(sp["sixtrack"], sp["mcf"]), 2),
             tolerance="-5 to 0",
             verdict=verdict_trend(-5.0 <= min(sp["sixtrack"], sp["mcf"]) <= 0.5),
-            note=f"sixtrack {sp['sixtrack']:.2f}%, mcf {sp['mcf']:.2f}%",
+            note=f"sixtrack {sp['sixtrack']:.2f}%, mcf {sp['mcf']:.2f}%; {STATIC_CREDIT}: one"
+            " instance runs on the fast core, finishes at twice the speed and leaves it idle,"
+            " so AASH's equal sharing wins on the mean",
         ),
         Row(
             id="aash-1vm",
@@ -675,6 +693,8 @@ def aash_seq_b(scale: str) -> Outcome:
             simulated=round(bs, 2),
             tolerance="|x| ≤ 1 (trend ≤ 5)",
             verdict="match" if abs(bs) <= 1.0 else ("trend" if abs(bs) <= 5.0 else "differs"),
+            note="AASH time-shares the fast core with blackscholes' two vCPUs during BLAST's"
+            f" parallel phases, which Credit gives it only by chance; {STATIC_CREDIT}",
         ),
     ]
     return Outcome(rows=rows, data=data)

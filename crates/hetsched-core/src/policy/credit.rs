@@ -156,6 +156,8 @@ pub struct Credit {
     credit: Vec<f64>,
     pri: Vec<u8>,
     aash: Option<Aash>,
+    /// Where `xen_pick` last chose within each CPU's domain.
+    idle_bias: Vec<CpuId>,
     /// Priority transitions (time, task, from, to), kept when `log` is on.
     pub log: Option<Vec<(SimTime, TaskId, &'static str, &'static str)>>,
 }
@@ -224,6 +226,7 @@ impl Credit {
             credit: Vec::new(),
             pri: Vec::new(),
             aash,
+            idle_bias: Vec::new(),
             log: None,
         })
     }
@@ -771,8 +774,10 @@ impl Scheduler for Credit {
         let n = cx.ncpus();
         let ok = |s: &Self, c: CpuId| s.allowed(cx, task, c);
         if let Some(p) = prev {
-            if ok(self, p) && self.idle(cx, p) {
-                return p;
+            if let Some(c) = self.xen_pick(cx, task, p) {
+                if self.idle(cx, c) {
+                    return c;
+                }
             }
         }
         // AASH: an idle fast core takes a waking vCPU at once.
@@ -804,13 +809,9 @@ impl Scheduler for Credit {
         let idle: Vec<CpuId> = (0..n)
             .filter(|&c| ok(self, c) && self.idle(cx, c))
             .collect();
-        if !idle.is_empty() {
-            return match prev {
-                // Xen's choice among idle CPUs is arbitrary: random at a
-                // first start, the next one after the previous otherwise.
-                None => idle[(cx.random_u64() % idle.len() as u64) as usize],
-                Some(p) => *idle.iter().find(|&&c| c > p).unwrap_or(&idle[0]),
-            };
+        if !idle.is_empty() && prev.is_none() {
+            // A first start: Xen's choice among idle CPUs is arbitrary.
+            return idle[(cx.random_u64() % idle.len() as u64) as usize];
         }
         if let Some(p) = prev {
             if ok(self, p) {
@@ -944,6 +945,53 @@ impl Scheduler for Credit {
 }
 
 impl Credit {
+    /// Xen's `csched_cpu_pick`: start from the previous CPU; an idle CPU in
+    /// a last-level-cache domain (socket) with more idle CPUs than the
+    /// current choice's wins, cycling through that domain's idle CPUs from
+    /// where the last such choice left off; within a domain an idle CPU
+    /// beats a busy one.
+    fn xen_pick(&mut self, cx: &Ctx, t: TaskId, prev: CpuId) -> Option<CpuId> {
+        let n = cx.ncpus();
+        let allowed: Vec<bool> = (0..n).map(|c| self.allowed(cx, t, c)).collect();
+        let cycle = |from: CpuId, set: &[bool]| (1..=n).map(|k| (from + k) % n).find(|&c| set[c]);
+        let mut cpu = if allowed[prev] {
+            prev
+        } else {
+            cycle(prev, &allowed)?
+        };
+        let idlers: Vec<bool> = (0..n).map(|c| allowed[c] && self.idle(cx, c)).collect();
+        let llc = |c: CpuId| cx.machine.cpus[c].llc;
+        let count = |d: u32| (0..n).filter(|&c| idlers[c] && llc(c) == d).count();
+        let mut cands = idlers.clone();
+        cands[cpu] = false;
+        if self.idle_bias.len() < n {
+            self.idle_bias = (0..n).collect();
+        }
+        while let Some(nxt) = cycle(cpu, &cands) {
+            let same = llc(nxt) == llc(cpu);
+            let (wc, wn) = if same {
+                (idlers[cpu] as usize, idlers[nxt] as usize)
+            } else {
+                (count(llc(cpu)), count(llc(nxt)))
+            };
+            let group: Vec<bool> = (0..n)
+                .map(|c| cands[c] && if same { c == nxt } else { llc(c) == llc(nxt) })
+                .collect();
+            if wc < wn {
+                let bias = self.idle_bias[nxt];
+                cpu = cycle(bias, &group).unwrap_or(nxt);
+                self.idle_bias[nxt] = cpu;
+            }
+            for c in 0..n {
+                if group[c] {
+                    cands[c] = false;
+                }
+            }
+            cands[cpu] = false;
+        }
+        Some(cpu)
+    }
+
     fn eligible_wake(cx: &Ctx, t: TaskId) -> bool {
         match cx.vcpu(t) {
             Some(v) if v.aware => v.index < v.fast_vcpus,
