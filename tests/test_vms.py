@@ -23,6 +23,8 @@ def test_vm_results_files_and_trace_labels(tmp_path: Path) -> None:
     assert set(res.tasks["program"]) == {"blast", "eon"}
     eon = res.vms.set_index("name").loc["eon"]
     assert eon["fast_s"] > 0.5 * eon["run_s"]  # served first on the fast core
+    text = res.summary_table()
+    assert "virtual machines" in text and "on fastest" in text
     out = res.save(tmp_path)
     assert (out / "vms.csv").exists()
     doc = json.loads((out / "trace.json").read_text())
@@ -35,6 +37,7 @@ def test_vm_results_files_and_trace_labels(tmp_path: Path) -> None:
 def test_a_scenario_without_vms_has_no_vm_rows(tmp_path: Path) -> None:
     res = hetsched.run(hetsched.load(ROOT / "scenarios" / "demo.toml"))
     assert res.vms.empty
+    assert "virtual machines" not in res.summary_table()
     assert not (res.save(tmp_path) / "vms.csv").exists()
 
 

@@ -79,7 +79,7 @@ class Results:
 
     def summary_table(self) -> str:
         """A plain-text account of the run: the headline numbers, then one line per
-        program instance and one per CPU type."""
+        program instance, one per virtual machine (if any) and one per CPU type."""
         s = self.summary
         name = s.get("scenario") or self.scenario.get("name") or "(unnamed)"
         lines = [f"hetsched run: {name}"]
@@ -116,6 +116,23 @@ class Results:
                 for r in self.programs.to_dict("records")
             ]
             lines.append(table(["program", "instance", "threads", "completion"], rows, "  "))
+
+        if len(self.vms):
+            lines += ["", "virtual machines"]
+            rows = [
+                [
+                    r.get("name", "-"),
+                    r.get("vcpus", "-"),
+                    r.get("priority", "-"),
+                    "yes" if r.get("aware") else "no",
+                    seconds(r.get("run_s")),
+                    seconds(r.get("fast_s")),
+                    number(r.get("migrations")),
+                ]
+                for r in self.vms.to_dict("records")
+            ]
+            head = ["vm", "vcpus", "priority", "aware", "vcpu time", "on fastest", "migrations"]
+            lines.append(table(head, rows, "  "))
 
         by_type = self.cpu_types()
         if len(by_type):
