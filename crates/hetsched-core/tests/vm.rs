@@ -372,3 +372,78 @@ fn bad_vms_are_named_by_path() {
     let e = err(&format!("scheduler = \"aash[fast_cpus=9]\"\n{base}"));
     assert!(e.contains("scheduler: aash[fast_cpus]"), "{e}");
 }
+
+/// Random mixes of VMs, guest programs, native programs and host
+/// schedulers run under the invariant checker (both levels), finish, and
+/// conserve work.
+#[test]
+fn random_vm_mixes_keep_the_invariants() {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % n
+    };
+    let hosts = [
+        "cfs",
+        "xen-credit",
+        "aash",
+        "aash[phase=false]",
+        "dwrr",
+        "pinned",
+    ];
+    for case in 0..200 {
+        let host = hosts[next(hosts.len() as u64) as usize];
+        let slow = [3, 7][next(2) as usize];
+        let mut text = format!(
+            "duration_s = 30.0\nseed = {case}\nscheduler = \"{host}\"\n{}\n",
+            amp(slow)
+        );
+        let nvms = 1 + next(3);
+        for k in 0..nvms {
+            let vcpus = 1 + next(4);
+            let prio = ["low", "high"][next(2) as usize];
+            let aware = next(3) == 0;
+            text += &format!(
+                "[[vms]]\nname = \"v{k}\"\nvcpus = {vcpus}\npriority = \"{prio}\"\naware = {aware}\n"
+            );
+            if aware {
+                text += "fast_vcpus = 1\n";
+            }
+            let guest = ["cfs", "pinned"][next(2) as usize];
+            text += &format!("scheduler = \"{guest}\"\n");
+            for _ in 0..1 + next(2) {
+                let threads = 1 + next(5);
+                text += &match next(4) {
+                    0 => format!(
+                        "[[vms.programs]]\nkind = \"parallel\"\nthreads = {threads}\nwork_ms = {}\niterations = 3\nmem = 0.3\n",
+                        50 + next(200)
+                    ),
+                    1 => format!(
+                        "[[vms.programs]]\nkind = \"fork_join\"\nthreads = {threads}\nwork_ms = {}\niterations = 3\nseq_fraction = 0.3\n",
+                        50 + next(200)
+                    ),
+                    2 => format!(
+                        "[[vms.programs]]\nkind = \"phases\"\nthreads = {threads}\nloops = 4\njitter = 0.3\nphases = [{{ compute_ms = {} }}, {{ sleep_ms = {} }}]\n",
+                        1 + next(20),
+                        1 + next(20)
+                    ),
+                    _ => format!(
+                        "[[vms.programs]]\nkind = \"sequential\"\nwork_ms = {}\naffinity = [{}]\n",
+                        10 + next(100),
+                        next(vcpus)
+                    ),
+                };
+            }
+        }
+        if next(2) == 0 {
+            text += "[[workload.programs]]\nkind = \"parallel\"\nthreads = 3\nwork_ms = 90\n";
+        }
+        let r = go(&text);
+        assert_eq!(
+            r.summary.programs_completed, r.summary.programs,
+            "case {case} ({host}):\n{text}"
+        );
+    }
+}
