@@ -740,6 +740,8 @@ def aash_seq_c(scale: str) -> Outcome:
 def aash_prio(scale: str) -> Outcome:
     rows = []
     datas = {}
+    labels: list[str] = []
+    done: list[float] = []
     for name in ("blast", "blackscholes"):
         vms = [
             {
@@ -810,9 +812,11 @@ def aash_prio(scale: str) -> Outcome:
             )
         )
         datas[name] = timeline(vms, "aash", 1, 7)
+        labels += [f"{name} high", f"{name} low"]
+        done += [high_end, end[f"{name}@low"]]
     data = {
-        "labels": ["blast high", "blast low"],
-        "mean": {"aash": [0.0, 0.0]},
+        "labels": labels,
+        "mean": {"aash": done},
         "timelines": datas,
         "title": "aash-prio",
     }
