@@ -447,3 +447,65 @@ fn random_vm_mixes_keep_the_invariants() {
         );
     }
 }
+
+/// §2.2: an aware guest's fast credits go only to its first vCPU, and the VM
+/// still gets them in proportion to its vCPU count. 1 fast + 3 slow cores, an
+/// aware 2-vCPU VM and a legacy 2-vCPU VM, all four vCPUs always busy: the
+/// normal queue rotates through four vCPUs, so each VM gets every other
+/// period's fast credits; the aware VM's all go to its vCPU 0 (its vCPU 1,
+/// reaching the head, is swapped with vCPU 0), the legacy VM's alternate.
+#[test]
+fn aash_gives_an_aware_guest_its_share_on_its_fast_vcpu() {
+    let mut text = format!(
+        "duration_s = 1.2\nstop_when_done = false\nscheduler = \"aash\"\n{}\n",
+        amp(3)
+    );
+    for (name, aware) in [("aware", true), ("legacy", false)] {
+        text += &format!("[[vms]]\nname = \"{name}\"\nvcpus = 2\naware = {aware}\n");
+        for v in 0..2 {
+            text += &format!(
+                "[[vms.programs]]\nkind = \"sequential\"\nwork_ms = 5000\naffinity = [{v}]\n"
+            );
+        }
+    }
+    let s = scn(&text);
+    let m = s.build(None, vec![]).unwrap().machine;
+    let spec = hetsched_core::policy::parse_spec("aash").unwrap();
+    let shared = Rc::new(RefCell::new(Credit::from_params(&spec, &m).unwrap()));
+    let r = hetsched_core::run(
+        &s,
+        RunOptions {
+            trace: false,
+            check: true,
+        },
+        Some(Box::new(Shared(shared.clone(), "aash".into()))),
+        vec![],
+        None,
+    )
+    .unwrap();
+    let grants: Vec<usize> = shared.borrow().grants().iter().map(|g| g.1).collect();
+    let (aware, legacy) = (&r.vms[0].vcpu_tasks, &r.vms[1].vcpu_tasks);
+    let to_aware: Vec<usize> = grants
+        .iter()
+        .copied()
+        .filter(|t| aware.contains(t))
+        .collect();
+    let to_legacy: Vec<usize> = grants
+        .iter()
+        .copied()
+        .filter(|t| legacy.contains(t))
+        .collect();
+    assert!(grants.len() >= 38, "{grants:?}");
+    // Every fast grant of the aware VM goes to its vCPU 0 ...
+    assert!(to_aware.iter().all(|&t| t == aware[0]), "{grants:?}");
+    // ... and the two VMs get equal numbers of periods (±1).
+    assert!(
+        (to_aware.len() as i64 - to_legacy.len() as i64).abs() <= 1,
+        "{grants:?}"
+    );
+    // The legacy VM's fast credits alternate between its two vCPUs.
+    let l0 = to_legacy.iter().filter(|&&t| t == legacy[0]).count() as i64;
+    assert!((2 * l0 - to_legacy.len() as i64).abs() <= 1, "{grants:?}");
+    // So vCPU 0 of the aware VM gets twice the fast time of a legacy vCPU.
+    assert!(r.vms[0].fast_s > 0.9 * r.vms[1].fast_s, "{:?}", r.vms);
+}
