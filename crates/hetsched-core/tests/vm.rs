@@ -509,3 +509,25 @@ fn aash_gives_an_aware_guest_its_share_on_its_fast_vcpu() {
     // So vCPU 0 of the aware VM gets twice the fast time of a legacy vCPU.
     assert!(r.vms[0].fast_s > 0.9 * r.vms[1].fast_s, "{:?}", r.vms);
 }
+
+/// §2.3: a VM with one active vCPU (a sequential program, or a parallel one
+/// in a sequential phase) is served first on the fast core; without phase
+/// awareness it gets only its turn in the rotation (1 of 7 vCPUs).
+#[test]
+fn aash_serves_a_sequential_vm_first() {
+    let text = |phase: bool| {
+        format!(
+            "duration_s = 60.0\nscheduler = \"aash[phase={phase}]\"\n{}\n\
+             [[vms]]\nname = \"par\"\nvcpus = 6\n[[vms.programs]]\nkind = \"fork_join\"\nthreads = 6\n\
+             work_ms = 6000\niterations = 10\nseq_fraction = 0.12\n\
+             [[vms]]\nname = \"seq\"\nvcpus = 1\n[[vms.programs]]\nkind = \"sequential\"\nwork_ms = 1500\n",
+            amp(7)
+        )
+    };
+    let on = go(&text(true));
+    let off = go(&text(false));
+    let share = |r: &hetsched_core::metrics::RunResults| r.vms[1].fast_s / r.vms[1].run_s;
+    assert!(share(&on) > 0.6, "{}", share(&on));
+    assert!(share(&off) < 0.35, "{}", share(&off));
+    assert!(on.programs[1].completion_s < off.programs[1].completion_s);
+}
