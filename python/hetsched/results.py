@@ -9,6 +9,7 @@ prints a summary a newcomer can read, and writes everything to a folder:
 ``tasks.csv``      one row per task (thread) with its counters
 ``programs.csv``   one row per program instance with its completion time
 ``cpus.csv``       one row per CPU: busy and idle time, energy, ticks
+``vms.csv``        one row per virtual machine (only for scenarios with VMs)
 ``scenario.json``  the resolved scenario (presets expanded, seed included)
 ``trace.json``     Perfetto/Chrome trace, open in https://ui.perfetto.dev
 ``trace.jsonl``    the typed trace events, one JSON object per line
@@ -43,6 +44,11 @@ class Results:
             reference milliseconds, ``run_s_by_type`` splits CPU time by CPU type.
         programs: one row per completed program instance.
         cpus: one row per CPU (``utilization``, ``energy_j``, ``final_mhz`` ...).
+        vms: one row per virtual machine: ``vcpu_tasks`` (host task ids of its
+            vCPUs, as in trace events), ``run_s`` and ``fast_s`` (vCPU time in
+            all and on the fastest CPU type), ``migrations`` of its vCPUs and
+            ``active_vcpus`` (``(t_s, count)`` at each change). Empty without
+            VMs; vCPUs are not rows of ``tasks``.
         trace: typed trace events (empty unless the run was traced).
         warnings: what the core found questionable but ran anyway.
         scenario: the resolved scenario, as a dict of the scenario-file schema.
@@ -63,7 +69,7 @@ class Results:
         self.summary = dict(data.get("summary") or {})
         # The tables are built on first use: most of a small run's cost is
         # pandas, and a sweep often reads only the summary.
-        self._records = {k: data.get(k) for k in ("tasks", "programs", "cpus")}
+        self._records = {k: data.get(k) for k in ("tasks", "programs", "cpus", "vms")}
         self.trace = list(data.get("trace") or [])
         self.warnings = [str(w) for w in data.get("warnings") or []]
         self.scenario = dict(data.get("scenario") or {})
@@ -83,6 +89,11 @@ class Results:
         """One row per CPU."""
         return _frame(self._records["cpus"])
 
+    @functools.cached_property
+    def vms(self) -> pd.DataFrame:
+        """One row per virtual machine (empty without VMs)."""
+        return _frame(self._records["vms"])
+
     @classmethod
     def load(cls, out_dir: str | Path) -> Results:
         """Read back a folder written by :meth:`save` (or ``hetsched run --out``).
@@ -96,7 +107,7 @@ class Results:
         summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
         warnings = summary.pop("warnings", [])
         doc: dict[str, Any] = {"summary": summary, "warnings": warnings}
-        for name in ("tasks", "programs", "cpus"):
+        for name in ("tasks", "programs", "cpus", "vms"):
             path = d / f"{name}.csv"
             doc[name] = _read_rows(path) if path.exists() else []
         scenario = d / "scenario.json"
@@ -109,7 +120,7 @@ class Results:
 
     def summary_table(self) -> str:
         """A plain-text account of the run: the headline numbers, then one line per
-        program instance and one per CPU type."""
+        program instance, one per virtual machine (if any) and one per CPU type."""
         s = self.summary
         name = s.get("scenario") or self.scenario.get("name") or "(unnamed)"
         lines = [f"hetsched run: {name}"]
@@ -146,6 +157,23 @@ class Results:
                 for r in self.programs.to_dict("records")
             ]
             lines.append(table(["program", "instance", "threads", "completion"], rows, "  "))
+
+        if len(self.vms):
+            lines += ["", "virtual machines"]
+            rows = [
+                [
+                    r.get("name", "-"),
+                    r.get("vcpus", "-"),
+                    r.get("priority", "-"),
+                    "yes" if r.get("aware") else "no",
+                    seconds(r.get("run_s")),
+                    seconds(r.get("fast_s")),
+                    number(r.get("migrations")),
+                ]
+                for r in self.vms.to_dict("records")
+            ]
+            head = ["vm", "vcpus", "priority", "aware", "vcpu time", "on fastest", "migrations"]
+            lines.append(table(head, rows, "  "))
 
         by_type = self.cpu_types()
         if len(by_type):
@@ -225,7 +253,10 @@ class Results:
             ("tasks", self.tasks),
             ("programs", self.programs),
             ("cpus", self.cpus),
+            ("vms", self.vms),
         ):
+            if name == "vms" and frame.empty:
+                continue
             _csv_ready(frame).to_csv(out / f"{name}.csv", index=False)
         _write_json(out / "scenario.json", self.scenario)
         if self.trace:

@@ -37,6 +37,7 @@ pub mod sim;
 pub mod time;
 #[allow(missing_docs)]
 pub mod trace;
+pub mod vm;
 pub mod workload;
 
 pub use error::SimError;

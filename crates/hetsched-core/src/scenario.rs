@@ -118,6 +118,9 @@ pub struct ScenarioSpec {
     /// (Patel's 4 × 800 MHz, 2 × 1.4 GHz, 2 × 2.3 GHz partition).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpusets: Vec<CpusetSpec>,
+    /// Virtual machines: nested machines whose vCPUs are host tasks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vms: Vec<crate::vm::VmSpec>,
 }
 
 /// A cpuset: a named group of CPUs.
@@ -818,6 +821,7 @@ impl Scenario {
             tasks,
             programs,
             cpusets,
+            vms,
         } = build_parts(&self.spec, &mut w)?;
         let Policies {
             scheduler,
@@ -842,6 +846,7 @@ impl Scenario {
             seed: self.spec.seed,
             stop_when_done: self.spec.stop_when_done,
             cpusets,
+            vms,
         })
     }
 }
@@ -869,6 +874,7 @@ struct Parts {
     tasks: Vec<Task>,
     programs: Vec<Program>,
     cpusets: Vec<Cpuset>,
+    vms: Vec<crate::vm::VmSetup>,
 }
 
 /// The built policies of a scenario.
@@ -936,25 +942,32 @@ fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts,
             }
         }
     }
-    for (i, p) in spec.workload.programs.iter().enumerate() {
-        let mut names = vec![(format!("workload.programs[{i}].class"), p.class.clone())];
+    // Guest programs of VMs are interned with the host's.
+    let all_programs = spec
+        .workload
+        .programs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (format!("workload.programs[{i}]"), p))
+        .chain(spec.vms.iter().enumerate().flat_map(|(k, vm)| {
+            vm.programs
+                .iter()
+                .enumerate()
+                .map(move |(i, p)| (format!("vms[{k}].programs[{i}]"), p))
+        }));
+    for (base, p) in all_programs {
+        let mut names = vec![(format!("{base}.class"), p.class.clone())];
         let mut feats = p
             .feature
             .iter()
-            .map(|f| (format!("workload.programs[{i}].feature"), f.clone()))
+            .map(|f| (format!("{base}.feature"), f.clone()))
             .collect::<Vec<_>>();
         for (j, ph) in p.phases.iter().flatten().enumerate() {
             if let Some(c) = &ph.class {
-                names.push((
-                    format!("workload.programs[{i}].phases[{j}].class"),
-                    c.clone(),
-                ));
+                names.push((format!("{base}.phases[{j}].class"), c.clone()));
             }
             if let Some(f) = &ph.feature {
-                feats.push((
-                    format!("workload.programs[{i}].phases[{j}].feature"),
-                    f.clone(),
-                ));
+                feats.push((format!("{base}.phases[{j}].feature"), f.clone()));
             }
         }
         for (path, c) in names {
@@ -992,12 +1005,14 @@ fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts,
             spec.governor
         ));
     }
-    let (tasks, programs) = build_workload(&spec.workload, &machine, &cpusets)?;
+    let (mut tasks, mut programs) = build_workload(&spec.workload, &machine, &cpusets)?;
+    let vms = crate::vm::build_vms(&spec.vms, &machine, &mut tasks, &mut programs)?;
     Ok(Parts {
         machine,
         tasks,
         programs,
         cpusets,
+        vms,
     })
 }
 
@@ -1391,7 +1406,7 @@ const FIELD_KINDS: &[(&str, &[ProgramKind])] = {
     ]
 };
 
-fn build_workload(
+pub(crate) fn build_workload(
     ws: &WorkloadSpec,
     m: &Machine,
     cpusets: &[Cpuset],

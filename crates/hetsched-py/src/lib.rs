@@ -667,8 +667,27 @@ fn run(
     let scn: serde_json::Value =
         serde_json::from_str(&scenario.inner.to_json()).unwrap_or_default();
     v["scenario"] = scn;
+    // Labels by task id; with VMs, vCPUs (not rows of `tasks`) are named
+    // after their VM.
+    let task_labels: Vec<(String, u32)> = if res.vms.is_empty() {
+        res.tasks
+            .iter()
+            .map(|t| (t.program.clone(), t.thread))
+            .collect()
+    } else {
+        let mut l = vec![(String::from("task"), 0u32); res.summary.tasks];
+        for t in &res.tasks {
+            l[t.task] = (t.program.clone(), t.thread);
+        }
+        for vm in &res.vms {
+            for (i, &t) in vm.vcpu_tasks.iter().enumerate() {
+                l[t] = (format!("{} vCPU", vm.name), i as u32);
+            }
+        }
+        l
+    };
     v["labels"] = serde_json::json!({
-        "tasks": res.tasks.iter().map(|t| (t.program.clone(), t.thread)).collect::<Vec<_>>(),
+        "tasks": task_labels,
         "cpus": res.cpus.iter().map(|c| format!("cpu {} ({})", c.cpu, c.ty)).collect::<Vec<_>>(),
     });
     Ok(v.to_string())

@@ -129,6 +129,9 @@ pub struct RunResults {
     pub cpus: Vec<CpuRow>,
     pub warnings: Vec<String>,
     pub trace: Vec<TraceEvent>,
+    /// Per-VM results (absent without VMs); vCPUs are not in `tasks`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vms: Vec<crate::vm::VmRow>,
 }
 
 /// Collect the results of a finished run.
@@ -139,6 +142,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
     let tasks: Vec<TaskRow> = e
         .tasks
         .iter()
+        .filter(|t| !e.is_vcpu(t.id))
         .map(|t| {
             let p = &e.progs[t.program];
             let by_type = m
@@ -320,5 +324,6 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         cpus,
         warnings: e.warnings.clone(),
         trace: e.trace.clone(),
+        vms: e.vm_rows(),
     }
 }

@@ -26,6 +26,7 @@
 //! * ticks arrive only on busy CPUs that asked for them ([`Ctx::want_tick`]).
 
 pub mod cfs;
+pub mod credit;
 pub mod dwrr;
 pub mod edf;
 pub mod fam;
@@ -135,6 +136,8 @@ pub struct Ctx<'a> {
     pub(crate) reqs: &'a mut Vec<Request>,
     pub(crate) rng: &'a mut rand_pcg::Pcg64Mcg,
     pub(crate) obs: &'a [Observation],
+    /// Per task: what a host scheduler sees of a vCPU (empty without VMs).
+    pub(crate) vcpus: &'a [Option<crate::vm::VcpuInfo>],
 }
 
 impl<'a> Ctx<'a> {
@@ -196,6 +199,11 @@ impl<'a> Ctx<'a> {
             .params
             .get(task.param as usize)
             .and_then(|p| p.feature)
+    }
+    /// If task `t` is a vCPU: its VM, index, weight and classes.
+    #[inline]
+    pub fn vcpu(&self, t: TaskId) -> Option<&crate::vm::VcpuInfo> {
+        self.vcpus.get(t).and_then(|v| v.as_ref())
     }
     /// The scenario's cpusets.
     pub fn cpusets(&self) -> &[crate::scenario::Cpuset] {
@@ -532,6 +540,8 @@ pub fn registry() -> Vec<PolicyInfo> {
         patel::priority_info(),
         patel::cachemiss_info(),
         patel::ctxswitch_info(),
+        credit::credit_info(),
+        credit::aash_info(),
     ]
 }
 
@@ -562,6 +572,7 @@ pub fn make_scheduler(spec: &str, m: &Machine) -> Result<Box<dyn Scheduler>, Str
         "capacity-aware" | "eas" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, false)?)),
         "dwrr" | "a-dwrr" | "faster-first" => Ok(Box::new(dwrr::Dwrr::from_params(&ps, m)?)),
         "global-edf" => Ok(Box::new(edf::GlobalEdf::from_params(&ps, m)?)),
+        "xen-credit" | "aash" => Ok(Box::new(credit::Credit::from_params(&ps, m)?)),
         other => Err(unknown(Kind::Scheduler, other)),
     }
 }

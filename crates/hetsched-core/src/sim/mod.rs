@@ -89,6 +89,8 @@ pub struct Setup {
     pub stop_when_done: bool,
     /// Cpusets.
     pub cpusets: Vec<crate::scenario::Cpuset>,
+    /// Virtual machines.
+    pub vms: Vec<crate::vm::VmSetup>,
 }
 
 /// Options of one run.
@@ -171,6 +173,14 @@ pub struct Engine {
     total_power: f64,
     /// Highest total power (CPUs + platform) seen at the end of an event.
     pub peak_power_w: f64,
+    // Virtual machines (sim/vm.rs); all empty when the scenario has none.
+    vms: Vec<vm::VmRt>,
+    level: Vec<vm::Level>,
+    vinfo: Vec<Option<crate::vm::VcpuInfo>>,
+    vreqs: Vec<Request>,
+    vresched: Vec<(usize, CpuId)>,
+    vpicking: Option<(usize, CpuId)>,
+    phys_last: Vec<Option<CpuId>>,
 }
 
 macro_rules! cx {
@@ -188,9 +198,12 @@ macro_rules! cx {
             reqs: &mut $s.reqs,
             rng: &mut $s.rng,
             obs: &[],
+            vcpus: &$s.vinfo,
         }
     };
 }
+
+mod vm;
 
 const HASH_K: u64 = 0x517c_c1b7_2722_0a95;
 
@@ -213,6 +226,7 @@ impl Engine {
         }
         let nagents = s.agents.len();
         let nd = s.machine.domains.len();
+        let vmp = vm::build(s.vms, s.tasks.len());
         let mut e = Engine {
             cpus: vec![CpuRt::default(); n],
             current: vec![None; n],
@@ -254,7 +268,17 @@ impl Engine {
             cpusets: s.cpusets,
             total_power: 0.0,
             peak_power_w: 0.0,
+            vms: vmp.vms,
+            level: vmp.level,
+            vinfo: vmp.vinfo,
+            vreqs: Vec::new(),
+            vresched: Vec::new(),
+            vpicking: None,
+            phys_last: Vec::new(),
         };
+        if !e.vms.is_empty() {
+            e.vm_mark_guests();
+        }
         e.update_ratings();
         e
     }
@@ -361,14 +385,20 @@ impl Engine {
 
     /// Integrate energy and progress on `cpu` up to now.
     fn sync(&mut self, cpu: CpuId) {
-        let c = &mut self.cpus[cpu];
-        let dt = self.now.since(c.last_sync).0;
+        let dt = self.now.since(self.cpus[cpu].last_sync).0;
         if dt == 0 {
             return;
         }
+        // With VMs, a vCPU's run time is its own and its progress its guest's.
+        let cur = if self.level.is_empty() {
+            self.current[cpu]
+        } else {
+            self.vm_sync(cpu, dt)
+        };
+        let c = &mut self.cpus[cpu];
         c.last_sync = self.now;
         c.energy += c.power * dt as f64 * 1e-9;
-        if let Some(t) = self.current[cpu] {
+        if let Some(t) = cur {
             c.busy_ns += dt;
             let rate = c.rate;
             let hw = &self.m.cpus[cpu];
@@ -401,7 +431,7 @@ impl Engine {
         let gen = self.cpus[cpu].comp_gen.wrapping_add(1);
         self.cpus[cpu].comp_gen = gen;
         let old_power = self.cpus[cpu].power;
-        match self.current[cpu] {
+        match self.exec_task(cpu) {
             None => {
                 self.cpus[cpu].rate = 0.0;
                 let mhz = self.dom_mhz[hw.domain];
@@ -439,6 +469,22 @@ impl Engine {
             }
         }
         self.total_power += self.cpus[cpu].power - old_power;
+    }
+
+    /// The task executing on `cpu` (for a vCPU: its guest's current task).
+    #[inline]
+    fn exec_task(&self, cpu: CpuId) -> Option<TaskId> {
+        if self.level.is_empty() {
+            self.current[cpu]
+        } else {
+            self.vm_exec(cpu)
+        }
+    }
+
+    /// Whether `cpu` needs ticks: its scheduler asked, or its vCPU's guest.
+    #[inline]
+    fn wants_tick(&self, cpu: CpuId) -> bool {
+        self.cpus[cpu].tick_wanted || (!self.level.is_empty() && self.vm_wants_tick(cpu))
     }
 
     /// A CPU's busy state changed: SMT siblings may change speed.
@@ -808,9 +854,13 @@ impl Engine {
         let mut stall = std::mem::take(&mut self.tasks[t].pending_stall);
         if let Some(prev) = last {
             if prev != cpu {
-                let task = &self.tasks[t];
-                let ws = self.progs[task.program].params[task.param as usize].working_set_kb;
-                stall += self.m.migration.cost(&self.m, prev, cpu, ws).0;
+                // A vCPU's cache refill is charged to the guest task it
+                // executes (sim/vm.rs).
+                if self.level.is_empty() || !self.is_vcpu(t) {
+                    let task = &self.tasks[t];
+                    let ws = self.progs[task.program].params[task.param as usize].working_set_kb;
+                    stall += self.m.migration.cost(&self.m, prev, cpu, ws).0;
+                }
                 self.tasks[t].c.migrations += 1;
                 let t_ns = self.now.0;
                 self.emit(2, t as u64, prev as u64, cpu as u64, || {
@@ -830,6 +880,9 @@ impl Engine {
         }
         self.current[cpu] = Some(t);
         self.cpus[cpu].run_since = self.now;
+        if !self.level.is_empty() && self.is_vcpu(t) {
+            self.vm_vcpu_started(cpu);
+        }
         self.src = Src::Sched;
         self.sched.running(cx!(self), t, cpu);
         self.apply()?;
@@ -841,7 +894,7 @@ impl Engine {
         }
         self.refresh(cpu);
         self.refresh_siblings(cpu);
-        if self.cpus[cpu].tick_wanted && !self.cpus[cpu].tick_armed {
+        if self.wants_tick(cpu) && !self.cpus[cpu].tick_armed {
             self.arm_tick(cpu);
         }
         Ok(())
@@ -851,6 +904,9 @@ impl Engine {
     /// If not, the scheduler may handle the fault; otherwise the task gets the
     /// SIGILL outcome. Returns whether `t` may go on running on `cpu`.
     fn feature_ok(&mut self, t: TaskId, cpu: CpuId) -> Result<bool, SimError> {
+        if !self.level.is_empty() && self.is_vcpu(t) {
+            return Ok(true); // ISA features are not modelled inside VMs
+        }
         let task = &self.tasks[t];
         let Some(f) = self.progs[task.program].params[task.param as usize].feature else {
             return Ok(true);
@@ -907,6 +963,9 @@ impl Engine {
     fn stop_running(&mut self, cpu: CpuId, runnable: bool) -> Result<TaskId, SimError> {
         let t = self.current[cpu].expect("stop_running on idle cpu");
         self.sync(cpu);
+        if !self.level.is_empty() && self.is_vcpu(t) {
+            self.vm_vcpu_stopping(cpu);
+        }
         // A stall cut short by preemption is owed at the next start.
         let owed = self.tasks[t].stall_until.since(self.now).0;
         if owed > 0 {
@@ -1009,22 +1068,31 @@ impl Engine {
     }
 
     fn process_resched(&mut self) -> Result<(), SimError> {
-        let mut i = 0;
-        while i < self.resched_list.len() {
-            let cpu = self.resched_list[i];
-            i += 1;
-            if self.cpus[cpu].need_resched {
-                self.resched(cpu)?;
+        loop {
+            let mut i = 0;
+            while i < self.resched_list.len() {
+                let cpu = self.resched_list[i];
+                i += 1;
+                if self.cpus[cpu].need_resched {
+                    self.resched(cpu)?;
+                }
             }
+            self.resched_list.clear();
+            // Guest-level reschedules may block or wake vCPUs in the host.
+            if self.vresched.is_empty() {
+                return Ok(());
+            }
+            self.vm_process_resched()?;
         }
-        self.resched_list.clear();
-        Ok(())
     }
 
     // ------------------------------------------------------------ programs
 
     /// Make `t` runnable and place it.
     fn wake(&mut self, t: TaskId, flags: EnqFlags) -> Result<(), SimError> {
+        if !self.level.is_empty() && self.is_guest(t) {
+            return self.g_wake(t, flags);
+        }
         self.set_state(t, TaskState::Runnable);
         if self.tasks[t].start.is_none() {
             self.tasks[t].start = Some(self.now);
@@ -1042,7 +1110,9 @@ impl Engine {
     }
 
     fn block(&mut self, t: TaskId, state: TaskState, reason: &'static str) -> Result<(), SimError> {
-        if self.tasks[t].state == TaskState::Running {
+        if self.tasks[t].state == TaskState::Running && !self.level.is_empty() && self.is_guest(t) {
+            self.g_unrun(t)?;
+        } else if self.tasks[t].state == TaskState::Running {
             let cpu = self.tasks[t].cpu;
             self.stop_running(cpu, false)?;
             self.flag_resched(cpu);
@@ -1090,7 +1160,9 @@ impl Engine {
     }
 
     fn exit(&mut self, t: TaskId) -> Result<(), SimError> {
-        if self.tasks[t].state == TaskState::Running {
+        if self.tasks[t].state == TaskState::Running && !self.level.is_empty() && self.is_guest(t) {
+            self.g_unrun(t)?;
+        } else if self.tasks[t].state == TaskState::Running {
             let cpu = self.tasks[t].cpu;
             self.stop_running(cpu, false)?;
             self.flag_resched(cpu);
@@ -1300,6 +1372,10 @@ impl Engine {
     /// runnable.
     fn need_cpu(&mut self, t: TaskId) -> Result<(), SimError> {
         match self.tasks[t].state {
+            TaskState::Running if !self.level.is_empty() && self.is_guest(t) => {
+                self.g_need_cpu_running(t);
+                Ok(())
+            }
             TaskState::Running => {
                 let cpu = self.tasks[t].cpu;
                 if self.feature_ok(t, cpu)? {
@@ -1405,6 +1481,7 @@ impl Engine {
         self.src = Src::Sched;
         self.sched.init(cx!(self));
         self.apply()?;
+        self.vm_init()?;
         for i in 0..self.agents.len() {
             self.src = Src::Agent(i);
             self.agents[i].init(cx!(self));
@@ -1514,7 +1591,7 @@ impl Engine {
                 if self.cpus[cpu].comp_gen != gen {
                     return Ok(false);
                 }
-                let Some(t) = self.current[cpu] else {
+                let Some(t) = self.exec_task(cpu) else {
                     return Ok(false);
                 };
                 self.sync(cpu);
@@ -1540,17 +1617,22 @@ impl Engine {
                 let Some(t) = self.current[cpu] else {
                     return Ok(false);
                 };
-                if !c.tick_wanted {
+                let host = c.tick_wanted;
+                let guest = !self.level.is_empty() && self.vm_wants_tick(cpu);
+                if !host && !guest {
                     return Ok(false);
                 }
-                c.ticks += 1;
                 self.sync(cpu);
-                self.src = Src::Sched;
-                self.sched.tick(cx!(self), cpu, t);
-                self.apply()?;
-                if self.current[cpu].is_some()
-                    && self.cpus[cpu].tick_wanted
-                    && !self.cpus[cpu].tick_armed
+                if host {
+                    self.cpus[cpu].ticks += 1;
+                    self.src = Src::Sched;
+                    self.sched.tick(cx!(self), cpu, t);
+                    self.apply()?;
+                }
+                if guest {
+                    self.vm_guest_tick(cpu)?;
+                }
+                if self.current[cpu].is_some() && self.wants_tick(cpu) && !self.cpus[cpu].tick_armed
                 {
                     self.arm_tick(cpu);
                 }
@@ -1602,6 +1684,7 @@ impl Engine {
                         reqs: &mut self.reqs,
                         rng: &mut self.rng,
                         obs: &obs,
+                        vcpus: &self.vinfo,
                     };
                     self.agents[i].sample(cx);
                 }
@@ -1659,8 +1742,12 @@ impl Engine {
                 }
             }
         }
+        if let Err(m) = self.vm_check() {
+            return fail(self, m);
+        }
         for (t, task) in self.tasks.iter().enumerate() {
-            if task.state == TaskState::Running && !seen[t] {
+            // A guest task is Running on its vCPU, not on a host CPU.
+            if task.state == TaskState::Running && !seen[t] && !self.is_guest(t) {
                 return fail(self, format!("task {t} is running but on no cpu"));
             }
             let c = &task.c;
