@@ -18,6 +18,7 @@ Run it again whenever a field, a policy or a command changes.
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import re
 import sys
@@ -45,12 +46,17 @@ def scenario_reference(schema: dict[str, Any] | None = None) -> str:
         "examples. Paths are written as in `--set` and sweep grids "
         "(`workload.programs[0].threads`).\n\n",
     ]
-    order: list[tuple[str, str, dict[str, Any]]] = [("", "ScenarioSpec", s)]
-    seen = {"ScenarioSpec"}
-    i = 0
-    while i < len(order):
-        path, name, node = order[i]
-        i += 1
+    # Each object is listed once, under its simplest path: the one with the
+    # fewest list or map steps (a program is `workload.programs[i]`, even
+    # though a VM's programs have the same type), ties by name.
+    queue: list[tuple[int, str, str]] = [(0, "", "ScenarioSpec")]
+    seen: set[str] = set()
+    while queue:
+        depth, path, name = heapq.heappop(queue)
+        if name in seen:
+            continue
+        seen.add(name)
+        node = s if name == "ScenarioSpec" and not path else defs.get(name) or {}
         props = node.get("properties") or {}
         if not props:
             continue
@@ -71,9 +77,8 @@ def scenario_reference(schema: dict[str, Any] | None = None) -> str:
             for ref, container in refs:
                 if ref in seen:
                     continue
-                seen.add(ref)
                 suffix = {"list": "[i]", "map": ".<name>"}.get(container, "")
-                order.append((sub + suffix, ref, defs.get(ref) or {}))
+                heapq.heappush(queue, (depth + (1 if suffix else 0), sub + suffix, ref))
         out.append("\n")
     enums = [(n, d) for n, d in defs.items() if "enum" in d or "oneOf" in d]
     if enums:
