@@ -10,6 +10,8 @@ prints a summary a newcomer can read, and writes everything to a folder:
 ``programs.csv``   one row per program instance with its completion time
 ``cpus.csv``       one row per CPU: busy and idle time, energy, ticks
 ``scenario.json``  the resolved scenario (presets expanded, seed included)
+``reconfigs.csv``  one row per reconfiguration (scenarios with ``[dynamic]`` only)
+``proxies.csv``    per CPU: time proxied/offline, IPIs handled as a proxy (idem)
 ``trace.json``     Perfetto/Chrome trace, open in https://ui.perfetto.dev
 ``trace.jsonl``    the typed trace events, one JSON object per line
 =================  =========================================================
@@ -42,6 +44,11 @@ class Results:
         programs: one row per completed program instance.
         cpus: one row per CPU (``utilization``, ``energy_j``, ``final_mhz`` ...).
         trace: typed trace events (empty unless the run was traced).
+        reconfigs: one row per reconfiguration of dynamic processors (offline,
+            online, fuse, split, deferred hotplug): latency, stop-machine time,
+            run time lost on halted CPUs; empty without a ``[dynamic]`` section.
+        proxies: per CPU, time proxied or offline and the IPIs it handled as a
+            proxy; empty without a ``[dynamic]`` section.
         warnings: what the core found questionable but ran anyway.
         scenario: the resolved scenario, as a dict of the scenario-file schema.
         raw_json: the JSON text this object was built from.
@@ -51,6 +58,8 @@ class Results:
     tasks: pd.DataFrame
     programs: pd.DataFrame
     cpus: pd.DataFrame
+    reconfigs: pd.DataFrame
+    proxies: pd.DataFrame
     trace: list[dict[str, Any]]
     warnings: list[str]
     scenario: dict[str, Any]
@@ -65,6 +74,9 @@ class Results:
         self.tasks = _frame(data.get("tasks"))
         self.programs = _frame(data.get("programs"))
         self.cpus = _frame(data.get("cpus"))
+        dynamic = data.get("dynamic") or {}
+        self.reconfigs = _frame(dynamic.get("reconfigs"))
+        self.proxies = _frame(dynamic.get("proxies"))
         self.trace = list(data.get("trace") or [])
         self.warnings = [str(w) for w in data.get("warnings") or []]
         self.scenario = dict(data.get("scenario") or {})
@@ -189,6 +201,9 @@ class Results:
             ("cpus", self.cpus),
         ):
             _csv_ready(frame).to_csv(out / f"{name}.csv", index=False)
+        for name, frame in (("reconfigs", self.reconfigs), ("proxies", self.proxies)):
+            if len(frame):
+                _csv_ready(frame).to_csv(out / f"{name}.csv", index=False)
         _write_json(out / "scenario.json", self.scenario)
         if self.trace:
             (out / "trace.json").write_text(_core.chrome_trace(self.raw_json), encoding="utf-8")

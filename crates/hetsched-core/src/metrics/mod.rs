@@ -129,6 +129,9 @@ pub struct RunResults {
     pub cpus: Vec<CpuRow>,
     pub warnings: Vec<String>,
     pub trace: Vec<TraceEvent>,
+    /// Reconfigurations and proxies (only for scenarios with `[dynamic]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dynamic: Option<crate::sim::dynamic::DynResults>,
 }
 
 /// Collect the results of a finished run.
@@ -320,5 +323,6 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         cpus,
         warnings: e.warnings.clone(),
         trace: e.trace.clone(),
+        dynamic: e.dynamic_results(),
     }
 }

@@ -86,6 +86,12 @@ pub enum Request {
     CancelTimer { token: u64 },
     /// Set a frequency domain's P-state (MHz).
     SetFrequency { domain: usize, mhz: u32 },
+    /// Reconfigure dynamic processors (offline, online, fuse, split) with a
+    /// mechanism (`None`: the scenario's default). See `docs/dynamic.md`.
+    Reconfigure {
+        op: crate::dynamic::ReconfigOp,
+        mechanism: Option<crate::hw::reconfig::Mechanism>,
+    },
     /// Abort the run with this message (a Python policy raised, say).
     Fail(String),
 }
@@ -280,6 +286,16 @@ impl<'a> Ctx<'a> {
     pub fn fail(&mut self, msg: String) {
         self.reqs.push(Request::Fail(msg));
     }
+    /// Request: reconfigure dynamic processors; the engine validates it (an
+    /// offline cpu cannot go offline again, ...) and reports completion
+    /// through [`Scheduler::on_reconfigured`].
+    pub fn reconfigure(
+        &mut self,
+        op: crate::dynamic::ReconfigOp,
+        mechanism: Option<crate::hw::reconfig::Mechanism>,
+    ) {
+        self.reqs.push(Request::Reconfigure { op, mechanism });
+    }
 }
 
 /// The dispatch-level scheduling policy (see the module doc for the protocol).
@@ -321,6 +337,9 @@ pub trait Scheduler {
     fn on_fault(&mut self, _cx: &mut Ctx, _task: TaskId, _cpu: CpuId, _feature: usize) -> bool {
         false
     }
+    /// A reconfiguration (requested with [`Ctx::reconfigure`] or scripted)
+    /// completed: its cpus are now in or out of service.
+    fn on_reconfigured(&mut self, _cx: &mut Ctx, _info: &crate::dynamic::Reconfigured) {}
 }
 
 /// A cpufreq governor: decides the P-state of each frequency domain.

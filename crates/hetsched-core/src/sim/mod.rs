@@ -31,14 +31,35 @@ use std::collections::BTreeMap;
 /// Payload of an event.
 #[derive(Copy, Clone, Debug)]
 enum Ev {
-    Complete { cpu: u32, gen: u32 },
-    Wake { task: u32, gen: u32 },
-    ProgramStart { prog: u32 },
-    Tick { cpu: u32, gen: u32 },
-    Timer { token: u64, gen: u32 },
-    FreqApply { domain: u32, gen: u32 },
+    Complete {
+        cpu: u32,
+        gen: u32,
+    },
+    Wake {
+        task: u32,
+        gen: u32,
+    },
+    ProgramStart {
+        prog: u32,
+    },
+    Tick {
+        cpu: u32,
+        gen: u32,
+    },
+    Timer {
+        token: u64,
+        gen: u32,
+    },
+    FreqApply {
+        domain: u32,
+        gen: u32,
+    },
     GovSample,
-    AgentSample { idx: u32 },
+    AgentSample {
+        idx: u32,
+    },
+    /// Dynamic processors (`dynamic.rs`).
+    Dyn(dynamic::DynEv),
     End,
 }
 
@@ -89,6 +110,8 @@ pub struct Setup {
     pub stop_when_done: bool,
     /// Cpusets.
     pub cpusets: Vec<crate::scenario::Cpuset>,
+    /// Dynamic processors (the scenario's `[dynamic]` section), if any.
+    pub dynamic: Option<crate::dynamic::DynConfig>,
 }
 
 /// Options of one run.
@@ -171,6 +194,8 @@ pub struct Engine {
     total_power: f64,
     /// Highest total power (CPUs + platform) seen at the end of an event.
     pub peak_power_w: f64,
+    /// Dynamic processors: offline CPUs, fused objects, proxies (`dynamic.rs`).
+    dynm: Option<Box<dynamic::DynState>>,
 }
 
 macro_rules! cx {
@@ -192,6 +217,9 @@ macro_rules! cx {
     };
 }
 
+// After `cx!`: the dynamic-processor code uses it.
+pub mod dynamic;
+
 const HASH_K: u64 = 0x517c_c1b7_2722_0a95;
 
 impl Engine {
@@ -210,6 +238,10 @@ impl Engine {
             let best = t.class_speedup.iter().copied().fold(1.0f64, f64::max);
             max_rate =
                 max_rate.max(s.machine.compute_speed(c, 0, t.fmax(), false) / t.speedup(0) * best);
+        }
+        let dynm = s.dynamic.map(|d| Box::new(dynamic::DynState::new(d, n)));
+        if let Some(d) = &dynm {
+            max_rate *= d.max_speed();
         }
         let nagents = s.agents.len();
         let nd = s.machine.domains.len();
@@ -254,6 +286,7 @@ impl Engine {
             cpusets: s.cpusets,
             total_power: 0.0,
             peak_power_w: 0.0,
+            dynm,
         };
         e.update_ratings();
         e
@@ -412,7 +445,10 @@ impl Engine {
                 let sib_busy =
                     ty.smt_factor != 1.0 && hw.siblings.iter().any(|&s| self.current[s].is_some());
                 let mhz = self.dom_mhz[hw.domain];
-                let s = self.m.compute_speed(cpu, p.class, mhz, sib_busy);
+                let mut s = self.m.compute_speed(cpu, p.class, mhz, sib_busy);
+                if let Some(d) = &self.dynm {
+                    s *= d.speed(cpu, p.class);
+                }
                 let rate = progress_rate(s, p.mem);
                 let cf = compute_fraction(s, p.mem);
                 let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
@@ -756,6 +792,9 @@ impl Engine {
                     );
                 }
             }
+            Request::Reconfigure { op, mechanism } => {
+                self.reconfigure(op, mechanism, dynamic::Origin::Policy)?;
+            }
             Request::Fail(msg) => return Err(self.policy_err(msg)),
         }
         Ok(())
@@ -825,6 +864,13 @@ impl Engine {
         self.tasks[t].cpu = cpu;
         if stall > 0 {
             self.tasks[t].stall_until = self.now + SimTime(stall);
+        }
+        // A CPU halted by stop-machine (or busy reconfiguring) runs nothing.
+        if let Some(d) = &self.dynm {
+            let h = d.halt_until(cpu);
+            if h > self.tasks[t].stall_until {
+                self.tasks[t].stall_until = h;
+            }
         }
         self.current[cpu] = Some(t);
         self.cpus[cpu].run_since = self.now;
@@ -1395,6 +1441,7 @@ impl Engine {
             self.q
                 .push(p, EventClass::Sample, Ev::AgentSample { idx: i as u32 });
         }
+        self.dyn_start();
         self.started = true;
         // The power at the start counts towards the peak (a run may have no
         // event at all).
@@ -1476,6 +1523,7 @@ impl Engine {
                 });
             }
         }
+        self.dyn_finish();
         for t in 0..self.tasks.len() {
             let s = self.tasks[t].state;
             self.set_state(t, s);
@@ -1592,6 +1640,7 @@ impl Engine {
                 self.q
                     .push(self.now + p, EventClass::Sample, Ev::AgentSample { idx });
             }
+            Ev::Dyn(d) => self.handle_dyn(d)?,
             Ev::End => {}
         }
         Ok(true)
