@@ -26,6 +26,7 @@ from .framework import (
 
 # Importing a paper's module registers its reproductions.
 from . import li, li_asym, li_isa  # noqa: F401  isort: skip
+from . import chameleon, hotplug  # noqa: F401  isort: skip
 
 __all__ = [
     "SCALES",
