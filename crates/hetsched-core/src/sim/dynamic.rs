@@ -510,7 +510,7 @@ impl Engine {
             start_s: self.now.as_secs_f64(),
             end_s: None,
             latency_us,
-            stop_machine_us: offsets.iter().map(|&(i, _)| st.steps[i].us).sum(),
+            stop_machine_us: offsets.iter().fold(0.0, |a, &(i, _)| a + st.steps[i].us),
             stop_machines: offsets.len() as u32,
             halted_busy_ms: 0.0,
             steps: steps_text(&st.steps),
