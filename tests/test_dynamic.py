@@ -121,3 +121,13 @@ def test_offlining_an_offline_cpu_is_a_clear_error() -> None:
     with pytest.raises(hetsched.ScenarioError) as e:
         hetsched.run(scn)
     assert "dynamic.events[1]" in str(e.value) and "cpu 2 is offline" in str(e.value)
+
+
+def test_chameleon_f3_taxation_trend(tmp_path: Path) -> None:
+    out = chameleon.chameleon_f3("quick")
+    assert [r.verdict for r in out.rows] == ["match"] * 4
+    data = out.data
+    # B loses what A borrows: its relative time rises as the tax falls.
+    assert data[100.0]["b_rel"] < data[1.0]["b_rel"] < data[0.01]["b_rel"]
+    chameleon.plot_f3(data, tmp_path / "f3.png")
+    assert (tmp_path / "f3.png").stat().st_size > 0

@@ -357,3 +357,116 @@ fn a_policy_reconfiguring_an_offline_cpu_is_refused() {
         "{e}"
     );
 }
+
+/// Chameleon Figure 3's set-up: A (CPU 0) wants a 2-CPU object {0, 1}; B
+/// lives on CPU 1. Tick 4 ms, min granularity 16 ms, proxy-APIC (fuse
+/// 250 µs, split 20 µs), fused speedup 1.5.
+fn f3(tax: &str) -> RunResults {
+    go(&format!(
+        r#"
+duration_s = 10
+scheduler = "chameleon[objects=A:2:{tax}, min_granularity_ms=16]"
+[machine]
+tick_hz = 250
+migration.enabled = false
+[machine.types.c]
+capacity = 1024
+[[machine.clusters]]
+type = "c"
+cores = 2
+[[workload.programs]]
+name = "A"
+kind = "sequential"
+work_ms = 1000
+affinity = [0]
+[[workload.programs]]
+name = "B"
+kind = "sequential"
+work_ms = 1000
+affinity = [1]
+[dynamic]
+[[dynamic.fusion]]
+level = 2
+speedup = {{ default = 1.5 }}
+"#
+    ))
+}
+
+fn ops(r: &RunResults) -> Vec<(&'static str, f64)> {
+    r.dynamic
+        .as_ref()
+        .unwrap()
+        .reconfigs
+        .iter()
+        .map(|x| (x.op, (x.start_s * 1e6).round() / 1e3))
+        .collect()
+}
+
+#[test]
+fn cluster_scheduler_activation_and_preemption_hand_worked() {
+    // t = 0: A is picked on CPU 0; CPU 1 is idle with an empty queue, so A
+    // may borrow it: fuse. B arrives on CPU 1's queue with vruntime 0 (its
+    // min_vruntime); A's recorded vruntime there is 0 too.
+    // While fused A is charged 4 ms × tax per tick on CPU 1. At the tick of
+    // 20 ms (the first once the object has run 16 ms) B's vruntime 0 is
+    // below A's recorded one (20 ms × tax > 0): B is eligible, split.
+    // B runs from 20.02 ms. A re-checks at its ticks once native 16 ms:
+    // * tax 1: A's recorded vruntime is 20 ms; B's reaches 19.98 ms at
+    //   40 ms (not above) and 23.98 ms at 44 ms: fuse at 44 ms.
+    // * tax 0.01: A's is 0.2 ms, below B's at 40 ms: fuse at 40 ms.
+    // * tax 100: A's is 2 s; B never falls behind it: no more fuses.
+    let r1 = f3("1");
+    assert_eq!(
+        ops(&r1)[..3],
+        [("fuse", 0.0), ("split", 20.0), ("fuse", 44.0)],
+        "{:?}",
+        ops(&r1)
+    );
+    let r001 = f3("0.01");
+    assert_eq!(
+        ops(&r001)[..3],
+        [("fuse", 0.0), ("split", 20.0), ("fuse", 40.0)]
+    );
+    let r100 = f3("100");
+    assert_eq!(ops(&r100), [("fuse", 0.0), ("split", 20.0)]);
+    // The borrowed CPU's thread waited on its own queue, never elsewhere.
+    for r in [&r1, &r001, &r100] {
+        assert_eq!(r.tasks[1].migrations, 0);
+    }
+    // Taxation orders A's completion: cheap borrowing finishes it sooner.
+    let a = |r: &RunResults| {
+        r.programs
+            .iter()
+            .find(|p| p.program == "A")
+            .unwrap()
+            .completion_s
+    };
+    assert!(
+        a(&r001) < a(&r1) && a(&r1) < a(&r100),
+        "{} {} {}",
+        a(&r001),
+        a(&r1),
+        a(&r100)
+    );
+}
+
+#[test]
+fn chameleon_parameters_are_checked() {
+    let base = "duration_s = 1\nmachine.preset = \"big-little-4+4\"\n";
+    for (sched, want) in [
+        (
+            "chameleon[objects=A:2:0]",
+            "tax \"0\" of \"A\" must be a number > 0",
+        ),
+        ("chameleon[objects=A:2:nan]", "must be a number > 0"),
+        ("chameleon[objects=A:1:1]", "at least 2 cpus"),
+        ("chameleon[objects=A:2]", "is not program:level:tax"),
+        ("chameleon[mechanism=warp]", "allowed: proxy-apic"),
+    ] {
+        let e = err(&format!("{base}scheduler = \"{sched}\"\n"));
+        assert!(
+            e.starts_with("scheduler:") && e.contains(want),
+            "{sched}: {e}"
+        );
+    }
+}

@@ -26,6 +26,7 @@
 //! * ticks arrive only on busy CPUs that asked for them ([`Ctx::want_tick`]).
 
 pub mod cfs;
+pub mod chameleon;
 pub mod dwrr;
 pub mod edf;
 pub mod fam;
@@ -547,6 +548,7 @@ pub fn registry() -> Vec<PolicyInfo> {
         patel::priority_info(),
         patel::cachemiss_info(),
         patel::ctxswitch_info(),
+        chameleon::info(),
     ]
 }
 
@@ -577,6 +579,7 @@ pub fn make_scheduler(spec: &str, m: &Machine) -> Result<Box<dyn Scheduler>, Str
         "capacity-aware" | "eas" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, false)?)),
         "dwrr" | "a-dwrr" | "faster-first" => Ok(Box::new(dwrr::Dwrr::from_params(&ps, m)?)),
         "global-edf" => Ok(Box::new(edf::GlobalEdf::from_params(&ps, m)?)),
+        "chameleon" => Ok(Box::new(chameleon::Chameleon::from_params(&ps, m)?)),
         other => Err(unknown(Kind::Scheduler, other)),
     }
 }

@@ -197,6 +197,15 @@ impl DynState {
         self.halt_until[cpu]
     }
 
+    /// Whether `cpu` is borrowed by a fused object (its run queue stays put).
+    #[inline]
+    pub(super) fn borrowed(&self, cpu: CpuId) -> bool {
+        self.fused
+            .iter()
+            .flatten()
+            .any(|f| f.cpus[1..].contains(&cpu))
+    }
+
     /// Highest speed factor any CPU can reach.
     pub(super) fn max_speed(&self) -> f64 {
         self.cfg.max_speedup()
@@ -542,7 +551,19 @@ impl Engine {
         if let Some(r) = initiator {
             self.dyn_stall(r, self.now + latency);
         }
-        if leaving {
+        if matches!(
+            self.dynm.as_ref().expect("dynamic state").ops[id].op,
+            ReconfigOp::Fuse(_)
+        ) {
+            // Borrowed CPUs keep their run queues (their threads wait for
+            // the object to be split); only the running task is preempted.
+            for &c in &targets {
+                self.online[c] = false;
+                if self.current[c].is_some() {
+                    self.flag_resched(c);
+                }
+            }
+        } else if leaving {
             self.dyn_evacuate(&targets)?;
         }
         for (step, off) in offsets {

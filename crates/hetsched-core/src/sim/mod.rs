@@ -578,7 +578,8 @@ impl Engine {
                 "select_cpu returned cpu {cpu} for task {t}, which does not exist"
             )));
         }
-        if !self.online[cpu] {
+        // A CPU borrowed by a fused object still queues its own threads.
+        if !self.online[cpu] && !self.dynm.as_ref().is_some_and(|d| d.borrowed(cpu)) {
             return Err(self.policy_err(format!(
                 "select_cpu returned cpu {cpu} for task {t}, which is offline"
             )));
@@ -991,7 +992,10 @@ impl Engine {
             self.stop_running(cpu, true)?;
             let mut flags = EnqFlags::Preempted;
             let mut dst = self.tasks[t].cpu;
-            if !self.tasks[t].affinity.contains(dst) || !self.online[dst] {
+            // A CPU borrowed by a fused object keeps its queue: a task
+            // preempted there waits there for the split.
+            let kept = !self.online[dst] && self.dynm.as_ref().is_some_and(|d| d.borrowed(dst));
+            if !self.tasks[t].affinity.contains(dst) || (!self.online[dst] && !kept) {
                 dst = self.sched_select(t, Some(cpu), EnqFlags::Affinity)?;
                 flags = EnqFlags::Affinity;
             } else if dst != cpu {
