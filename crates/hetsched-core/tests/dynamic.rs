@@ -470,3 +470,56 @@ fn chameleon_parameters_are_checked() {
         );
     }
 }
+
+#[test]
+fn cluster_scheduler_falls_back_to_a_smaller_object() {
+    // Four CPUs, levels 2 and 4. A (CPU 0) wants the 4-CPU object with a
+    // high tax; B lives on CPU 3. At 0 all CPUs are idle: fuse {0-3}. At the
+    // 20 ms tick B is eligible (0 < 20 ms × 100): split. From 40 ms (16 ms
+    // native) A re-checks: CPU 3 fails (A's recorded 2 s ≫ B's vruntime),
+    // so the largest smaller level whose CPUs all qualify, {0, 1}, is fused.
+    let r = go(r#"
+duration_s = 10
+scheduler = "chameleon[objects=A:4:100, min_granularity_ms=16]"
+[machine]
+tick_hz = 250
+migration.enabled = false
+[machine.types.c]
+capacity = 1024
+[[machine.clusters]]
+type = "c"
+cores = 4
+[[workload.programs]]
+name = "A"
+kind = "sequential"
+work_ms = 500
+affinity = [0]
+[[workload.programs]]
+name = "B"
+kind = "sequential"
+work_ms = 500
+affinity = [3]
+[dynamic]
+[[dynamic.fusion]]
+level = 2
+speedup = { default = 1.5 }
+[[dynamic.fusion]]
+level = 4
+speedup = { default = 2.0 }
+"#);
+    let d = r.dynamic.as_ref().unwrap();
+    let got: Vec<(&str, Vec<usize>, f64)> = d
+        .reconfigs
+        .iter()
+        .take(3)
+        .map(|x| (x.op, x.cpus.clone(), (x.start_s * 1e6).round() / 1e3))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("fuse", vec![0, 1, 2, 3], 0.0),
+            ("split", vec![0, 1, 2, 3], 20.0),
+            ("fuse", vec![0, 1], 40.0),
+        ]
+    );
+}
