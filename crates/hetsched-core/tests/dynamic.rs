@@ -523,3 +523,28 @@ speedup = { default = 2.0 }
         ]
     );
 }
+
+#[test]
+fn a_level_no_object_offers_is_a_warning_not_an_error() {
+    // Only 2-CPU objects exist; A asks for 4: it gets {0, 1}, and the run
+    // says why. A program name nobody has is also only a warning.
+    let text = format!(
+        "{FOUR}{}\n[dynamic]\n[[dynamic.fusion]]\nlevel = 2\nspeedup = {{ default = 1.5 }}\n",
+        pinned("A", 0, 150.0)
+    )
+    .replace(
+        "duration_s = 2\n",
+        "duration_s = 2\nscheduler = \"chameleon[objects=A:4:1 ghost:2:1]\"\n",
+    );
+    let r = go(&text);
+    let d = r.dynamic.as_ref().unwrap();
+    assert_eq!(d.reconfigs[0].cpus, vec![0, 1]);
+    assert!(
+        r.warnings.iter().any(|w| w
+            .contains("\"A\" asks for a 4-cpu object, which no object offers (fusion levels: 2)")),
+        "{:?}",
+        r.warnings
+    );
+    // 0.25 ms fuse, then 150 ms of work at 1.5×.
+    assert!((completion(&r, "A") - 0.10025).abs() < 1e-7);
+}

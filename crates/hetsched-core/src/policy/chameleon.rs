@@ -232,12 +232,31 @@ impl Chameleon {
         }
     }
 
+    /// The largest configured level not above the requested one (0: none).
+    fn effective_level(&self, w: Want) -> usize {
+        self.levels
+            .iter()
+            .copied()
+            .filter(|&l| l <= w.level)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Try to fuse an object for `t` running on `cpu`.
     fn try_activate(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
         let Some(w) = self.want_of(cx, t) else {
             return;
         };
-        let mut level = w.level;
+        let mut level = if self.levels.contains(&w.level) {
+            w.level
+        } else {
+            self.levels
+                .iter()
+                .copied()
+                .filter(|&l| l < w.level)
+                .max()
+                .unwrap_or(0)
+        };
         loop {
             if level < 2 {
                 return;
@@ -303,14 +322,31 @@ impl Scheduler for Chameleon {
 
     fn init(&mut self, cx: &mut Ctx) {
         self.grow(cx.ntasks());
-        // Levels tried: those the threads ask for, and 2 as the smallest
-        // fallback object. The engine checks each fuse against the
-        // scenario's configured fusion levels and rule.
-        let mut lv: Vec<usize> = self.by_program.values().map(|w| w.level).collect();
-        lv.push(2);
+        // The levels objects can have are the scenario's fusion levels. A
+        // request no object offers is allowed (properties are optional,
+        // §4.3.4): the thread gets the largest smaller level, or runs
+        // natively; the run's warnings say so.
+        let mut lv = cx.fusion_levels().to_vec();
         lv.sort_unstable();
-        lv.dedup();
         self.levels = lv;
+        for (prog, w) in &self.by_program {
+            if !self.levels.contains(&w.level) {
+                let have: Vec<String> = self.levels.iter().map(|l| l.to_string()).collect();
+                cx.warn(format!(
+                    "scheduler chameleon[objects]: \"{prog}\" asks for a {}-cpu object, which no object offers (fusion levels: {}); it gets a smaller one or runs natively",
+                    w.level,
+                    if have.is_empty() { "none".to_string() } else { have.join(", ") }
+                ));
+            }
+        }
+        if !self.by_program.is_empty()
+            && !cx
+                .progs
+                .iter()
+                .any(|p| self.by_program.contains_key(&p.name))
+        {
+            cx.warn("scheduler chameleon[objects]: no program of the workload is named in objects; every thread runs natively".to_string());
+        }
         for c in 0..cx.ncpus() {
             cx.want_tick(c, true);
         }
@@ -347,7 +383,7 @@ impl Scheduler for Chameleon {
         if matches!(f, EnqFlags::New | EnqFlags::Wakeup) {
             if let Some(w) = self.want_of(cx, t) {
                 let mut m = BTreeMap::new();
-                if let Some(b) = self.borrowed(cx, cpu, w.level) {
+                if let Some(b) = self.borrowed(cx, cpu, self.effective_level(w)) {
                     for c in b {
                         m.insert(c, self.rqs[c].min_vruntime as f64);
                     }

@@ -93,6 +93,8 @@ pub enum Request {
         op: crate::dynamic::ReconfigOp,
         mechanism: Option<crate::hw::reconfig::Mechanism>,
     },
+    /// Add a warning to the run's warnings (repeats are dropped).
+    Warn(String),
     /// Abort the run with this message (a Python policy raised, say).
     Fail(String),
 }
@@ -142,6 +144,8 @@ pub struct Ctx<'a> {
     pub(crate) reqs: &'a mut Vec<Request>,
     pub(crate) rng: &'a mut rand_pcg::Pcg64Mcg,
     pub(crate) obs: &'a [Observation],
+    /// Fusion levels of the scenario's `[dynamic]` section (empty without).
+    pub(crate) fusion_levels: &'a [usize],
 }
 
 impl<'a> Ctx<'a> {
@@ -286,6 +290,15 @@ impl<'a> Ctx<'a> {
     /// Request: abort the run with an error message.
     pub fn fail(&mut self, msg: String) {
         self.reqs.push(Request::Fail(msg));
+    }
+    /// The fusion levels (CPUs per fused object) the scenario configures;
+    /// empty without a `[dynamic]` section.
+    pub fn fusion_levels(&self) -> &[usize] {
+        self.fusion_levels
+    }
+    /// Request: add a warning to the run's warnings (once per message).
+    pub fn warn(&mut self, msg: String) {
+        self.reqs.push(Request::Warn(msg));
     }
     /// Request: reconfigure dynamic processors; the engine validates it (an
     /// offline cpu cannot go offline again, ...) and reports completion

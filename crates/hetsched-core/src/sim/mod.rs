@@ -196,6 +196,8 @@ pub struct Engine {
     pub peak_power_w: f64,
     /// Dynamic processors: offline CPUs, fused objects, proxies (`dynamic.rs`).
     dynm: Option<Box<dynamic::DynState>>,
+    /// Fusion levels configured (for `Ctx::fusion_levels`).
+    fusion_levels: Vec<usize>,
 }
 
 macro_rules! cx {
@@ -213,6 +215,7 @@ macro_rules! cx {
             reqs: &mut $s.reqs,
             rng: &mut $s.rng,
             obs: &[],
+            fusion_levels: &$s.fusion_levels,
         }
     };
 }
@@ -239,6 +242,11 @@ impl Engine {
             max_rate =
                 max_rate.max(s.machine.compute_speed(c, 0, t.fmax(), false) / t.speedup(0) * best);
         }
+        let fusion_levels: Vec<usize> = s
+            .dynamic
+            .iter()
+            .flat_map(|d| d.fusion.iter().map(|f| f.0))
+            .collect();
         let dynm = s.dynamic.map(|d| Box::new(dynamic::DynState::new(d, n)));
         if let Some(d) = &dynm {
             max_rate *= d.max_speed();
@@ -287,6 +295,7 @@ impl Engine {
             total_power: 0.0,
             peak_power_w: 0.0,
             dynm,
+            fusion_levels,
         };
         e.update_ratings();
         e
@@ -795,6 +804,11 @@ impl Engine {
             }
             Request::Reconfigure { op, mechanism } => {
                 self.reconfigure(op, mechanism, dynamic::Origin::Policy)?;
+            }
+            Request::Warn(msg) => {
+                if !self.warnings.contains(&msg) {
+                    self.warnings.push(msg);
+                }
             }
             Request::Fail(msg) => return Err(self.policy_err(msg)),
         }
@@ -1636,6 +1650,7 @@ impl Engine {
                         reqs: &mut self.reqs,
                         rng: &mut self.rng,
                         obs: &obs,
+                        fusion_levels: &self.fusion_levels,
                     };
                     self.agents[i].sample(cx);
                 }
