@@ -548,3 +548,11 @@ fn a_level_no_object_offers_is_a_warning_not_an_error() {
     // 0.25 ms fuse, then 150 ms of work at 1.5×.
     assert!((completion(&r, "A") - 0.10025).abs() < 1e-7);
 }
+
+#[test]
+fn dynamic_runs_are_deterministic() {
+    let a = f3("1");
+    let b = f3("1");
+    assert_eq!(a.summary.trace_hash, b.summary.trace_hash);
+    assert_eq!(ops(&a), ops(&b));
+}
