@@ -31,34 +31,14 @@ use std::collections::BTreeMap;
 /// Payload of an event.
 #[derive(Copy, Clone, Debug)]
 enum Ev {
-    Complete {
-        cpu: u32,
-        gen: u32,
-    },
-    Wake {
-        task: u32,
-        gen: u32,
-    },
-    ProgramStart {
-        prog: u32,
-    },
-    Tick {
-        cpu: u32,
-        gen: u32,
-    },
-    Timer {
-        token: u64,
-        gen: u32,
-    },
-    FreqApply {
-        domain: u32,
-        gen: u32,
-    },
+    Complete { cpu: u32, gen: u32 },
+    Wake { task: u32, gen: u32 },
+    ProgramStart { prog: u32 },
+    Tick { cpu: u32, gen: u32 },
+    Timer { token: u64, gen: u32 },
+    FreqApply { domain: u32, gen: u32 },
     GovSample,
-    AgentSample {
-        idx: u32,
-    },
-    /// Dynamic processors (`dynamic.rs`).
+    AgentSample { idx: u32 },
     Dyn(dynamic::DynEv),
     End,
 }
