@@ -11,6 +11,8 @@ prints a summary a newcomer can read, and writes everything to a folder:
 ``cpus.csv``       one row per CPU: busy and idle time, energy, ticks
 ``vms.csv``        one row per virtual machine (only for scenarios with VMs)
 ``scenario.json``  the resolved scenario (presets expanded, seed included)
+``reconfigs.csv``  one row per reconfiguration (scenarios with ``[dynamic]`` only)
+``proxies.csv``    per CPU: time proxied/offline, IPIs handled as a proxy (idem)
 ``trace.json``     Perfetto/Chrome trace, open in https://ui.perfetto.dev
 ``trace.jsonl``    the typed trace events, one JSON object per line
 =================  =========================================================
@@ -50,6 +52,11 @@ class Results:
             ``active_vcpus`` (``(t_s, count)`` at each change). Empty without
             VMs; vCPUs are not rows of ``tasks``.
         trace: typed trace events (empty unless the run was traced).
+        reconfigs: one row per reconfiguration of dynamic processors (offline,
+            online, fuse, split, deferred hotplug): latency, stop-machine time,
+            run time lost on halted CPUs; empty without a ``[dynamic]`` section.
+        proxies: per CPU, time proxied or offline and the IPIs it handled as a
+            proxy; empty without a ``[dynamic]`` section.
         warnings: what the core found questionable but ran anyway.
         scenario: the resolved scenario, as a dict of the scenario-file schema.
         raw_json: the JSON text this object was built from.
@@ -70,6 +77,9 @@ class Results:
         # The tables are built on first use: most of a small run's cost is
         # pandas, and a sweep often reads only the summary.
         self._records = {k: data.get(k) for k in ("tasks", "programs", "cpus", "vms")}
+        dynamic = data.get("dynamic") or {}
+        self._records["reconfigs"] = dynamic.get("reconfigs")
+        self._records["proxies"] = dynamic.get("proxies")
         self.trace = list(data.get("trace") or [])
         self.warnings = [str(w) for w in data.get("warnings") or []]
         self.scenario = dict(data.get("scenario") or {})
@@ -88,6 +98,16 @@ class Results:
     def cpus(self) -> pd.DataFrame:
         """One row per CPU."""
         return _frame(self._records["cpus"])
+
+    @functools.cached_property
+    def reconfigs(self) -> pd.DataFrame:
+        """One row per reconfiguration (empty without a ``[dynamic]`` section)."""
+        return _frame(self._records["reconfigs"])
+
+    @functools.cached_property
+    def proxies(self) -> pd.DataFrame:
+        """One row per processor proxy (empty without a ``[dynamic]`` section)."""
+        return _frame(self._records["proxies"])
 
     @functools.cached_property
     def vms(self) -> pd.DataFrame:
@@ -110,6 +130,13 @@ class Results:
         for name in ("tasks", "programs", "cpus", "vms"):
             path = d / f"{name}.csv"
             doc[name] = _read_rows(path) if path.exists() else []
+        dynamic = {
+            n: _read_rows(d / f"{n}.csv")
+            for n in ("reconfigs", "proxies")
+            if (d / f"{n}.csv").exists()
+        }
+        if dynamic:
+            doc["dynamic"] = dynamic
         scenario = d / "scenario.json"
         doc["scenario"] = json.loads(scenario.read_text("utf-8")) if scenario.exists() else {}
         trace = d / "trace.jsonl"
@@ -258,6 +285,9 @@ class Results:
             if name == "vms" and frame.empty:
                 continue
             _csv_ready(frame).to_csv(out / f"{name}.csv", index=False)
+        for name, frame in (("reconfigs", self.reconfigs), ("proxies", self.proxies)):
+            if len(frame):
+                _csv_ready(frame).to_csv(out / f"{name}.csv", index=False)
         _write_json(out / "scenario.json", self.scenario)
         if self.trace:
             (out / "trace.json").write_text(_core.chrome_trace(self.raw_json), encoding="utf-8")

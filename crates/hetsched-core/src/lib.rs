@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 #![allow(clippy::too_many_arguments)]
 
+pub mod dynamic;
 pub mod error;
 pub mod hw;
 #[allow(missing_docs)]

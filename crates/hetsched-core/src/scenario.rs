@@ -121,6 +121,10 @@ pub struct ScenarioSpec {
     /// Virtual machines: nested machines whose vCPUs are host tasks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub vms: Vec<crate::vm::VmSpec>,
+    /// Dynamic processors: reconfiguration mechanisms, fusion levels,
+    /// scripted reconfigurations (`docs/dynamic.md`). Absent: CPUs never change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic: Option<crate::dynamic::DynamicSpec>,
 }
 
 /// A cpuset: a named group of CPUs.
@@ -790,6 +794,7 @@ pub fn from_value(mut v: Value) -> Result<Scenario, SimError> {
     })?;
     let mut warnings = Vec::new();
     let parts = build_parts(&spec, &mut warnings)?;
+    build_dynamic(&spec, &parts.machine)?;
     build_policies(&spec, &parts.machine, None)?;
     Ok(Scenario { spec, warnings })
 }
@@ -835,6 +840,7 @@ impl Scenario {
                 .map_err(|e| at("scheduler", e))?,
         };
         agents.extend(extra_agents);
+        let dynamic = build_dynamic(&self.spec, &machine)?;
         Ok(Setup {
             machine,
             tasks,
@@ -847,8 +853,20 @@ impl Scenario {
             stop_when_done: self.spec.stop_when_done,
             cpusets,
             vms,
+            dynamic,
         })
     }
+}
+
+/// The validated `[dynamic]` section, if any.
+fn build_dynamic(
+    spec: &ScenarioSpec,
+    machine: &Machine,
+) -> Result<Option<crate::dynamic::DynConfig>, SimError> {
+    spec.dynamic
+        .as_ref()
+        .map(|d| crate::dynamic::build(d, machine))
+        .transpose()
 }
 
 fn finite_in(path: &str, v: f64, lo: f64, hi: f64, allowed: &str) -> Result<(), SimError> {
@@ -939,6 +957,14 @@ fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts,
         for f in &t.features {
             if !features.contains(f) {
                 features.push(f.clone());
+            }
+        }
+    }
+    // Classes given fused speedups in `[dynamic]` are machine classes too.
+    for f in spec.dynamic.iter().flat_map(|d| &d.fusion) {
+        for c in f.speedup.keys() {
+            if !classes.contains(c) {
+                classes.push(c.clone());
             }
         }
     }

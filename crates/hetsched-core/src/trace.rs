@@ -50,6 +50,16 @@ pub enum TraceEvent {
         program: usize,
         instance: u32,
     },
+    /// A reconfiguration of dynamic processors ran from `t_ns` to `end_ns`.
+    Reconfig {
+        t_ns: u64,
+        end_ns: u64,
+        op: &'static str,
+        cpus: Vec<usize>,
+        mechanism: &'static str,
+    },
+    /// Stop-machine step of reconfiguration `op` halted the other online cpus.
+    StopMachine { t_ns: u64, end_ns: u64, op: usize },
 }
 
 /// Names used to label slices: per task, its program name and thread index.
@@ -102,6 +112,16 @@ pub fn chrome_trace(events: &[Value], labels: &Labels) -> Value {
             "fault" => out.push(json!({
                 "ph": "i", "s": "t", "pid": 0, "tid": e["cpu"], "ts": us(&e["t_ns"]),
                 "name": "isa fault", "args": {"task": e["task"], "feature": e["feature"]}
+            })),
+            "reconfig" => out.push(json!({
+                "ph": "X", "pid": 0, "tid": e["cpus"][0], "ts": us(&e["t_ns"]),
+                "dur": us(&e["end_ns"]) - us(&e["t_ns"]),
+                "name": format!("{} ({})", e["op"].as_str().unwrap_or(""), e["mechanism"].as_str().unwrap_or("")),
+                "cat": "reconfig", "args": {"cpus": e["cpus"]}
+            })),
+            "stop_machine" => out.push(json!({
+                "ph": "i", "s": "g", "pid": 0, "ts": us(&e["t_ns"]),
+                "name": "stop-machine", "args": {"op": e["op"], "end_us": us(&e["end_ns"])}
             })),
             "freq" => out.push(json!({
                 "ph": "i", "s": "g", "pid": 0, "ts": us(&e["t_ns"]),

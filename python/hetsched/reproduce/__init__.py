@@ -26,7 +26,7 @@ from .framework import (
 
 # Importing a paper's module registers its reproductions.
 from . import li, li_asym, li_isa, patel  # noqa: F401  isort: skip
-from . import aash  # noqa: F401  isort: skip
+from . import aash, chameleon, hotplug  # noqa: F401  isort: skip
 
 __all__ = [
     "SCALES",

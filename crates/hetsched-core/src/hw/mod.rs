@@ -17,6 +17,8 @@
 //! memory) advances at `1 / ((1 − m)/s + m)` reference nanoseconds per
 //! nanosecond: the compute part scales with the core, the stall part does not.
 
+pub mod reconfig;
+
 use crate::time::SimTime;
 
 /// Index of a CPU (hardware context), 0-based as in Linux.

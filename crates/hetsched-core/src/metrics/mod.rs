@@ -132,6 +132,9 @@ pub struct RunResults {
     /// Per-VM results (absent without VMs); vCPUs are not in `tasks`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub vms: Vec<crate::vm::VmRow>,
+    /// Reconfigurations and proxies (only for scenarios with `[dynamic]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dynamic: Option<crate::sim::dynamic::DynResults>,
 }
 
 /// Collect the results of a finished run.
@@ -325,5 +328,6 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         warnings: e.warnings.clone(),
         trace: e.trace.clone(),
         vms: e.vm_rows(),
+        dynamic: e.dynamic_results(),
     }
 }

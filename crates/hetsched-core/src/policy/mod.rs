@@ -26,6 +26,7 @@
 //! * ticks arrive only on busy CPUs that asked for them ([`Ctx::want_tick`]).
 
 pub mod cfs;
+pub mod chameleon;
 pub mod credit;
 pub mod dwrr;
 pub mod edf;
@@ -87,6 +88,14 @@ pub enum Request {
     CancelTimer { token: u64 },
     /// Set a frequency domain's P-state (MHz).
     SetFrequency { domain: usize, mhz: u32 },
+    /// Reconfigure dynamic processors (offline, online, fuse, split) with a
+    /// mechanism (`None`: the scenario's default). See `docs/dynamic.md`.
+    Reconfigure {
+        op: crate::dynamic::ReconfigOp,
+        mechanism: Option<crate::hw::reconfig::Mechanism>,
+    },
+    /// Add a warning to the run's warnings (repeats are dropped).
+    Warn(String),
     /// Abort the run with this message (a Python policy raised, say).
     Fail(String),
 }
@@ -138,6 +147,8 @@ pub struct Ctx<'a> {
     pub(crate) obs: &'a [Observation],
     /// Per task: what a host scheduler sees of a vCPU (empty without VMs).
     pub(crate) vcpus: &'a [Option<crate::vm::VcpuInfo>],
+    /// Fusion levels of the scenario's `[dynamic]` section (empty without).
+    pub(crate) fusion_levels: &'a [usize],
 }
 
 impl<'a> Ctx<'a> {
@@ -288,6 +299,25 @@ impl<'a> Ctx<'a> {
     pub fn fail(&mut self, msg: String) {
         self.reqs.push(Request::Fail(msg));
     }
+    /// The fusion levels (CPUs per fused object) the scenario configures;
+    /// empty without a `[dynamic]` section.
+    pub fn fusion_levels(&self) -> &[usize] {
+        self.fusion_levels
+    }
+    /// Request: add a warning to the run's warnings (once per message).
+    pub fn warn(&mut self, msg: String) {
+        self.reqs.push(Request::Warn(msg));
+    }
+    /// Request: reconfigure dynamic processors; the engine validates it (an
+    /// offline cpu cannot go offline again, ...) and reports completion
+    /// through [`Scheduler::on_reconfigured`].
+    pub fn reconfigure(
+        &mut self,
+        op: crate::dynamic::ReconfigOp,
+        mechanism: Option<crate::hw::reconfig::Mechanism>,
+    ) {
+        self.reqs.push(Request::Reconfigure { op, mechanism });
+    }
 }
 
 /// The dispatch-level scheduling policy (see the module doc for the protocol).
@@ -329,6 +359,9 @@ pub trait Scheduler {
     fn on_fault(&mut self, _cx: &mut Ctx, _task: TaskId, _cpu: CpuId, _feature: usize) -> bool {
         false
     }
+    /// A reconfiguration (requested with [`Ctx::reconfigure`] or scripted)
+    /// completed: its cpus are now in or out of service.
+    fn on_reconfigured(&mut self, _cx: &mut Ctx, _info: &crate::dynamic::Reconfigured) {}
 }
 
 /// A cpufreq governor: decides the P-state of each frequency domain.
@@ -542,6 +575,7 @@ pub fn registry() -> Vec<PolicyInfo> {
         patel::ctxswitch_info(),
         credit::credit_info(),
         credit::aash_info(),
+        chameleon::info(),
     ]
 }
 
@@ -573,6 +607,7 @@ pub fn make_scheduler(spec: &str, m: &Machine) -> Result<Box<dyn Scheduler>, Str
         "dwrr" | "a-dwrr" | "faster-first" => Ok(Box::new(dwrr::Dwrr::from_params(&ps, m)?)),
         "global-edf" => Ok(Box::new(edf::GlobalEdf::from_params(&ps, m)?)),
         "xen-credit" | "aash" => Ok(Box::new(credit::Credit::from_params(&ps, m)?)),
+        "chameleon" => Ok(Box::new(chameleon::Chameleon::from_params(&ps, m)?)),
         other => Err(unknown(Kind::Scheduler, other)),
     }
 }

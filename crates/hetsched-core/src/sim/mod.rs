@@ -39,6 +39,7 @@ enum Ev {
     FreqApply { domain: u32, gen: u32 },
     GovSample,
     AgentSample { idx: u32 },
+    Dyn(dynamic::DynEv),
     End,
 }
 
@@ -91,6 +92,8 @@ pub struct Setup {
     pub cpusets: Vec<crate::scenario::Cpuset>,
     /// Virtual machines.
     pub vms: Vec<crate::vm::VmSetup>,
+    /// Dynamic processors (the scenario's `[dynamic]` section), if any.
+    pub dynamic: Option<crate::dynamic::DynConfig>,
 }
 
 /// Options of one run.
@@ -181,6 +184,10 @@ pub struct Engine {
     vresched: Vec<(usize, CpuId)>,
     vpicking: Option<(usize, CpuId)>,
     phys_last: Vec<Option<CpuId>>,
+    /// Dynamic processors: offline CPUs, fused objects, proxies (`dynamic.rs`).
+    dynm: Option<Box<dynamic::DynState>>,
+    /// Fusion levels configured (for `Ctx::fusion_levels`).
+    fusion_levels: Vec<usize>,
 }
 
 macro_rules! cx {
@@ -199,11 +206,14 @@ macro_rules! cx {
             rng: &mut $s.rng,
             obs: &[],
             vcpus: &$s.vinfo,
+            fusion_levels: &$s.fusion_levels,
         }
     };
 }
 
 mod vm;
+// After `cx!`: the dynamic-processor code uses it.
+pub mod dynamic;
 
 const HASH_K: u64 = 0x517c_c1b7_2722_0a95;
 
@@ -223,6 +233,15 @@ impl Engine {
             let best = t.class_speedup.iter().copied().fold(1.0f64, f64::max);
             max_rate =
                 max_rate.max(s.machine.compute_speed(c, 0, t.fmax(), false) / t.speedup(0) * best);
+        }
+        let fusion_levels: Vec<usize> = s
+            .dynamic
+            .iter()
+            .flat_map(|d| d.fusion.iter().map(|f| f.0))
+            .collect();
+        let dynm = s.dynamic.map(|d| Box::new(dynamic::DynState::new(d, n)));
+        if let Some(d) = &dynm {
+            max_rate *= d.max_speed();
         }
         let nagents = s.agents.len();
         let nd = s.machine.domains.len();
@@ -275,6 +294,8 @@ impl Engine {
             vresched: Vec::new(),
             vpicking: None,
             phys_last: Vec::new(),
+            dynm,
+            fusion_levels,
         };
         if !e.vms.is_empty() {
             e.vm_mark_guests();
@@ -444,7 +465,10 @@ impl Engine {
                 let sib_busy =
                     ty.smt_factor != 1.0 && hw.siblings.iter().any(|&s| self.current[s].is_some());
                 let mhz = self.dom_mhz[hw.domain];
-                let s = self.m.compute_speed(cpu, p.class, mhz, sib_busy);
+                let mut s = self.m.compute_speed(cpu, p.class, mhz, sib_busy);
+                if let Some(d) = &self.dynm {
+                    s *= d.speed(cpu, p.class);
+                }
                 let rate = progress_rate(s, p.mem);
                 let cf = compute_fraction(s, p.mem);
                 let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
@@ -590,7 +614,8 @@ impl Engine {
                 "select_cpu returned cpu {cpu} for task {t}, which does not exist"
             )));
         }
-        if !self.online[cpu] {
+        // A CPU borrowed by a fused object still queues its own threads.
+        if !self.online[cpu] && !self.dynm.as_ref().is_some_and(|d| d.borrowed(cpu)) {
             return Err(self.policy_err(format!(
                 "select_cpu returned cpu {cpu} for task {t}, which is offline"
             )));
@@ -804,6 +829,14 @@ impl Engine {
                     );
                 }
             }
+            Request::Reconfigure { op, mechanism } => {
+                self.reconfigure(op, mechanism, dynamic::Origin::Policy)?;
+            }
+            Request::Warn(msg) => {
+                if !self.warnings.contains(&msg) {
+                    self.warnings.push(msg);
+                }
+            }
             Request::Fail(msg) => return Err(self.policy_err(msg)),
         }
         Ok(())
@@ -877,6 +910,13 @@ impl Engine {
         self.tasks[t].cpu = cpu;
         if stall > 0 {
             self.tasks[t].stall_until = self.now + SimTime(stall);
+        }
+        // A CPU halted by stop-machine (or busy reconfiguring) runs nothing.
+        if let Some(d) = &self.dynm {
+            let h = d.halt_until(cpu);
+            if h > self.tasks[t].stall_until {
+                self.tasks[t].stall_until = h;
+            }
         }
         self.current[cpu] = Some(t);
         self.cpus[cpu].run_since = self.now;
@@ -1006,7 +1046,10 @@ impl Engine {
             self.stop_running(cpu, true)?;
             let mut flags = EnqFlags::Preempted;
             let mut dst = self.tasks[t].cpu;
-            if !self.tasks[t].affinity.contains(dst) || !self.online[dst] {
+            // A CPU borrowed by a fused object keeps its queue: a task
+            // preempted there waits there for the split.
+            let kept = !self.online[dst] && self.dynm.as_ref().is_some_and(|d| d.borrowed(dst));
+            if !self.tasks[t].affinity.contains(dst) || (!self.online[dst] && !kept) {
                 dst = self.sched_select(t, Some(cpu), EnqFlags::Affinity)?;
                 flags = EnqFlags::Affinity;
             } else if dst != cpu {
@@ -1490,6 +1533,7 @@ impl Engine {
             self.q
                 .push(first, EventClass::Sample, Ev::AgentSample { idx: i as u32 });
         }
+        self.dyn_start();
         self.started = true;
         // The power at the start counts towards the peak (a run may have no
         // event at all).
@@ -1571,6 +1615,7 @@ impl Engine {
                 });
             }
         }
+        self.dyn_finish();
         for t in 0..self.tasks.len() {
             let s = self.tasks[t].state;
             self.set_state(t, s);
@@ -1685,6 +1730,7 @@ impl Engine {
                         rng: &mut self.rng,
                         obs: &obs,
                         vcpus: &self.vinfo,
+                        fusion_levels: &self.fusion_levels,
                     };
                     self.agents[i].sample(cx);
                 }
@@ -1693,6 +1739,7 @@ impl Engine {
                 self.q
                     .push(self.now + p, EventClass::Sample, Ev::AgentSample { idx });
             }
+            Ev::Dyn(d) => self.handle_dyn(d)?,
             Ev::End => {}
         }
         Ok(true)

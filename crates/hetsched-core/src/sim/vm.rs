@@ -133,6 +133,7 @@ macro_rules! guest {
             rng: &mut $s.rng,
             obs: &[],
             vcpus: &[],
+            fusion_levels: &[],
         };
         $body
     }};

@@ -1,0 +1,503 @@
+//! `chameleon`: Chameleon's cluster scheduler on CFS (ASPLOS 2012 §4.3), for
+//! threads that ask for a `sequential` execution object of a level.
+//!
+//! Every CPU keeps a CFS run queue ordered by virtual runtime (vruntime grows
+//! by `Δt × 1024 / weight`). A thread that wants an object of `level` CPUs is
+//! queued on the object's representative CPU (its own CPU; the object is the
+//! block of `level` CPUs starting there) and records, for every CPU it would
+//! borrow, the vruntime it would have there: `vruntimes[c]`, set from that run
+//! queue's `min_vruntime` when the thread becomes runnable (§4.3.1).
+//!
+//! * **Activation.** When the thread runs on its representative (when picked,
+//!   and at every tick while it runs natively, once it has run
+//!   `min_granularity` natively), it fuses the object if on *every* borrowed
+//!   CPU its `vruntimes[c]` is below the vruntime of the task running there
+//!   (an idle CPU with an empty queue is free). Otherwise it tries the
+//!   largest smaller configured level whose CPUs all qualify; otherwise it
+//!   runs natively.
+//! * **Preemption.** At each tick on a fused object, once the object has run
+//!   `min_granularity`, it is split when the next thread of any borrowed CPU
+//!   has become eligible (its vruntime is below the thread's `vruntimes[c]`),
+//!   i.e. when that thread would have been dispatched had the borrowing
+//!   thread been a real thread there (§4.3.2).
+//! * **Taxation.** While fused, the vruntime delta charged on each borrowed
+//!   CPU is multiplied by the thread's tax rate (§4.3.3): a high tax makes
+//!   borrowing expensive (the thread stays native), a low one lets it preempt
+//!   the borrowed CPUs' threads most of the time.
+//!
+//! Reconfiguration goes through the engine (`Ctx::reconfigure`) with the
+//! policy's mechanism, so its latency and side effects are the cost model's.
+//! Not built yet: node managers (allocation by property weight, reclaim,
+//! splitting, defragmentation, notification), which choose *which* CPUs an
+//! object gets; here an object is the block starting at the thread's CPU.
+
+use super::{Ctx, EnqFlags, Kind, ParamDef, PolicyInfo, PolicySpec, Scheduler};
+use crate::dynamic::{ReconfigOp, Reconfigured};
+use crate::hw::reconfig::Mechanism;
+use crate::hw::{CpuId, Machine};
+use crate::os::TaskId;
+use crate::time::SimTime;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Registry entry.
+pub fn info() -> PolicyInfo {
+    PolicyInfo {
+        name: "chameleon",
+        kind: Kind::Scheduler,
+        doc: "Chameleon's cluster scheduler on CFS: threads that ask for a sequential object of a level fuse the CPUs they borrow when their recorded vruntimes are below the running threads' there, split when a borrowed CPU's next thread becomes eligible, and pay a tax rate on borrowed vruntime (needs a [dynamic] section with fusion levels)",
+        params: params(),
+    }
+}
+
+fn params() -> Vec<ParamDef> {
+    vec![
+        ParamDef {
+            name: "mechanism",
+            default: "proxy-apic",
+            doc: "reconfiguration mechanism: proxy-apic, proxy-logical, hotplug, parallel-hotplug, deferred-hotplug",
+        },
+        ParamDef {
+            name: "objects",
+            default: "",
+            doc: "space-separated program:level:tax requests, e.g. \"nqueen:4:0.01 gcc:2:1\" (tax > 0; 1 = borrowed time costs what native time does)",
+        },
+        ParamDef {
+            name: "min_granularity_ms",
+            default: "16",
+            doc: "least time a configuration runs before it may change (sysctl_sched_min_granularity; 16 ms in Chameleon's setup)",
+        },
+    ]
+}
+
+/// What a thread asks for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Want {
+    level: usize,
+    tax: f64,
+}
+
+/// Cluster-scheduling state of an object.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Obj {
+    /// Running natively since the given time.
+    Native(SimTime),
+    /// A fuse was requested; `split` if the thread stopped meanwhile.
+    Fusing { split: bool },
+    /// Fused since the given time, over this many CPUs.
+    Active { since: SimTime, level: usize },
+    /// A split was requested.
+    Splitting,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Rq {
+    queue: BTreeSet<(u64, TaskId)>,
+    min_vruntime: u64,
+    curr: Option<TaskId>,
+}
+
+/// The policy.
+pub struct Chameleon {
+    name: String,
+    mechanism: Mechanism,
+    by_program: BTreeMap<String, Want>,
+    min_gran: SimTime,
+    rqs: Vec<Rq>,
+    vruntime: Vec<u64>,
+    exec_start: Vec<SimTime>,
+    want: Vec<Option<Option<Want>>>,
+    /// Per thread: recorded vruntime on each borrowed CPU.
+    borrow_vr: Vec<BTreeMap<CpuId, f64>>,
+    /// Per representative CPU: the object's state (for its current thread).
+    obj: Vec<Option<Obj>>,
+    levels: Vec<usize>,
+    ncpus: usize,
+    /// CPUs lent to this policy's objects (fusing or fused): their own
+    /// threads still queue there.
+    lent: Vec<bool>,
+    /// Per representative: the CPUs its object borrows.
+    objcpus: Vec<Vec<CpuId>>,
+}
+
+impl Chameleon {
+    /// Build from `chameleon[...]`.
+    pub fn from_params(ps: &PolicySpec, m: &Machine) -> Result<Chameleon, String> {
+        let defs = params();
+        let p = super::Params::new("chameleon", &ps.params, &defs)?;
+        let mechanism = Mechanism::parse(&p.choice("mechanism", &Mechanism::names())?)?;
+        let min_gran = p.f64("min_granularity_ms", 0.0, 1e4)?;
+        let mut by_program = BTreeMap::new();
+        let raw = ps.params.get("objects").cloned().unwrap_or_default();
+        for item in raw.split_whitespace() {
+            let parts: Vec<&str> = item.split(':').collect();
+            if parts.len() != 3 {
+                return Err(format!(
+                    "chameleon[objects]: \"{item}\" is not program:level:tax"
+                ));
+            }
+            let level: usize = parts[1].parse().map_err(|_| {
+                format!(
+                    "chameleon[objects]: level \"{}\" of \"{}\" is not a whole number",
+                    parts[1], parts[0]
+                )
+            })?;
+            if level < 2 {
+                return Err(format!(
+                    "chameleon[objects]: level {level} of \"{}\" is not allowed; an object has at least 2 cpus",
+                    parts[0]
+                ));
+            }
+            let tax: f64 = parts[2].parse().unwrap_or(f64::NAN);
+            if !tax.is_finite() || tax <= 0.0 {
+                return Err(format!(
+                    "chameleon[objects]: tax \"{}\" of \"{}\" must be a number > 0",
+                    parts[2], parts[0]
+                ));
+            }
+            by_program.insert(parts[0].to_string(), Want { level, tax });
+        }
+        let n = m.ncpus();
+        Ok(Chameleon {
+            name: if ps.params.is_empty() {
+                "chameleon".into()
+            } else {
+                let kv: Vec<String> = ps.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("chameleon[{}]", kv.join(", "))
+            },
+            mechanism,
+            by_program,
+            min_gran: SimTime::from_secs_f64(min_gran * 1e-3),
+            rqs: vec![Rq::default(); n],
+            vruntime: Vec::new(),
+            exec_start: Vec::new(),
+            want: Vec::new(),
+            borrow_vr: Vec::new(),
+            obj: vec![None; n],
+            levels: Vec::new(),
+            ncpus: n,
+            lent: vec![false; n],
+            objcpus: vec![Vec::new(); n],
+        })
+    }
+
+    fn grow(&mut self, n: usize) {
+        if self.vruntime.len() < n {
+            self.vruntime.resize(n, 0);
+            self.exec_start.resize(n, SimTime::ZERO);
+            self.want.resize(n, None);
+            self.borrow_vr.resize(n, BTreeMap::new());
+        }
+    }
+
+    fn want_of(&mut self, cx: &Ctx, t: TaskId) -> Option<Want> {
+        if let Some(w) = self.want[t] {
+            return w;
+        }
+        let prog = &cx.progs[cx.task(t).program].name;
+        let w = self.by_program.get(prog).copied();
+        self.want[t] = Some(w);
+        w
+    }
+
+    /// The CPUs an object of `level` represented by `cpu` borrows.
+    fn borrowed(&self, cx: &Ctx, cpu: CpuId, level: usize) -> Option<Vec<CpuId>> {
+        let cpus: Vec<CpuId> = (cpu..cpu + level).collect();
+        if cpu + level > self.ncpus || !self.levels.contains(&level) {
+            return None;
+        }
+        let node = cx.machine.cpus[cpu].node;
+        if cpus.iter().any(|&c| cx.machine.cpus[c].node != node) {
+            return None;
+        }
+        Some(cpus[1..].to_vec())
+    }
+
+    /// Whether thread `t` may borrow `c` now: its recorded vruntime is below
+    /// the running thread's there (or `c` is idle with nothing queued).
+    fn may_borrow(&self, cx: &Ctx, t: TaskId, c: CpuId) -> bool {
+        if !cx.online(c) {
+            return false;
+        }
+        let Some(&mine) = self.borrow_vr[t].get(&c) else {
+            return false;
+        };
+        match cx.current(c) {
+            // The running thread's vruntime up to now (as `update_curr`).
+            Some(o) => {
+                let w = cx.task(o).weight.max(1) as f64;
+                let run = cx.now.since(self.exec_start[o]).0 as f64 * 1024.0 / w;
+                mine < self.vruntime[o] as f64 + run
+            }
+            None => self.rqs[c].queue.is_empty(),
+        }
+    }
+
+    /// The largest configured level not above the requested one (0: none).
+    fn effective_level(&self, w: Want) -> usize {
+        self.levels
+            .iter()
+            .copied()
+            .filter(|&l| l <= w.level)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Try to fuse an object for `t` running on `cpu`.
+    fn try_activate(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        let Some(w) = self.want_of(cx, t) else {
+            return;
+        };
+        let mut level = if self.levels.contains(&w.level) {
+            w.level
+        } else {
+            self.levels
+                .iter()
+                .copied()
+                .filter(|&l| l < w.level)
+                .max()
+                .unwrap_or(0)
+        };
+        loop {
+            if level < 2 {
+                return;
+            }
+            if let Some(b) = self.borrowed(cx, cpu, level) {
+                if b.iter().all(|&c| self.may_borrow(cx, t, c)) {
+                    let mut cpus = vec![cpu];
+                    cpus.extend(&b);
+                    for &c in &b {
+                        self.lent[c] = true;
+                    }
+                    self.objcpus[cpu] = b.clone();
+                    cx.reconfigure(ReconfigOp::Fuse(cpus), Some(self.mechanism));
+                    self.obj[cpu] = Some(Obj::Fusing { split: false });
+                    return;
+                }
+            }
+            // A smaller configured level from the available CPUs.
+            level = self
+                .levels
+                .iter()
+                .copied()
+                .filter(|&l| l < level)
+                .max()
+                .unwrap_or(0);
+        }
+    }
+
+    /// Charge `t`'s run time since `exec_start` on `cpu`.
+    fn account(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId) {
+        let now = cx.now;
+        let dt = now.since(self.exec_start[t]).0;
+        self.exec_start[t] = now;
+        if dt == 0 {
+            return;
+        }
+        let w = cx.task(t).weight.max(1) as f64;
+        let dv = dt as f64 * 1024.0 / w;
+        self.vruntime[t] += dv.round() as u64;
+        if let Some(Obj::Active { .. }) = self.obj[cpu] {
+            let tax = self.want_of_cached(t).map(|w| w.tax).unwrap_or(1.0);
+            for v in self.borrow_vr[t].values_mut() {
+                *v += dv * tax;
+            }
+        }
+        let rq = &mut self.rqs[cpu];
+        let left = rq.queue.first().map(|&(v, _)| v).unwrap_or(u64::MAX);
+        let m = self.vruntime[t].min(left);
+        if m > rq.min_vruntime {
+            rq.min_vruntime = m;
+        }
+    }
+
+    fn want_of_cached(&self, t: TaskId) -> Option<Want> {
+        self.want.get(t).copied().flatten().flatten()
+    }
+}
+
+impl Scheduler for Chameleon {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        self.grow(cx.ntasks());
+        // The levels objects can have are the scenario's fusion levels. A
+        // request no object offers is allowed (properties are optional,
+        // §4.3.4): the thread gets the largest smaller level, or runs
+        // natively; the run's warnings say so.
+        let mut lv = cx.fusion_levels().to_vec();
+        lv.sort_unstable();
+        self.levels = lv;
+        for (prog, w) in &self.by_program {
+            if !self.levels.contains(&w.level) {
+                let have: Vec<String> = self.levels.iter().map(|l| l.to_string()).collect();
+                cx.warn(format!(
+                    "scheduler chameleon[objects]: \"{prog}\" asks for a {}-cpu object, which no object offers (fusion levels: {}); it gets a smaller one or runs natively",
+                    w.level,
+                    if have.is_empty() { "none".to_string() } else { have.join(", ") }
+                ));
+            }
+        }
+        if !self.by_program.is_empty()
+            && !cx
+                .progs
+                .iter()
+                .any(|p| self.by_program.contains_key(&p.name))
+        {
+            cx.warn("scheduler chameleon[objects]: no program of the workload is named in objects; every thread runs natively".to_string());
+        }
+        for c in 0..cx.ncpus() {
+            cx.want_tick(c, true);
+        }
+    }
+
+    fn select_cpu(&mut self, cx: &mut Ctx, t: TaskId, prev: Option<CpuId>, _f: EnqFlags) -> CpuId {
+        let task = cx.task(t);
+        let aff = task.affinity.clone();
+        if let Some(p) = prev.filter(|&p| aff.contains(p) && (cx.online(p) || self.lent[p])) {
+            return p;
+        }
+        let mut best: Option<(usize, CpuId)> = None;
+        for c in 0..cx.ncpus() {
+            if !aff.contains(c) || !(cx.online(c) || self.lent[c]) {
+                continue;
+            }
+            let load = self.rqs[c].queue.len() + usize::from(cx.current(c).is_some());
+            if best.is_none_or(|(l, _)| load < l) {
+                best = Some((load, c));
+            }
+        }
+        best.map(|(_, c)| c).unwrap_or(task.cpu)
+    }
+
+    fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, f: EnqFlags) {
+        self.grow(cx.ntasks());
+        let rq_min = self.rqs[cpu].min_vruntime;
+        if matches!(
+            f,
+            EnqFlags::New | EnqFlags::Wakeup | EnqFlags::Affinity | EnqFlags::Migrated
+        ) {
+            self.vruntime[t] = self.vruntime[t].max(rq_min);
+        }
+        if matches!(f, EnqFlags::New | EnqFlags::Wakeup) {
+            if let Some(w) = self.want_of(cx, t) {
+                let mut m = BTreeMap::new();
+                if let Some(b) = self.borrowed(cx, cpu, self.effective_level(w)) {
+                    for c in b {
+                        m.insert(c, self.rqs[c].min_vruntime as f64);
+                    }
+                }
+                self.borrow_vr[t] = m;
+            }
+        }
+        self.rqs[cpu].queue.insert((self.vruntime[t], t));
+        // Wake-up preemption of an idle CPU is the engine's kick; a busy CPU
+        // is preempted when the newcomer is further behind by a granularity.
+        if let Some(cur) = cx.current(cpu) {
+            if self.vruntime[t] + self.min_gran.0 < self.vruntime[cur] {
+                cx.resched(cpu);
+            }
+        }
+    }
+
+    fn dequeue(&mut self, _cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        let key = (self.vruntime[t], t);
+        self.rqs[cpu].queue.remove(&key);
+    }
+
+    fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
+        let &(v, t) = self.rqs[cpu].queue.first()?;
+        self.rqs[cpu].queue.remove(&(v, t));
+        if v > self.rqs[cpu].min_vruntime {
+            self.rqs[cpu].min_vruntime = v;
+        }
+        let _ = cx;
+        Some(t)
+    }
+
+    fn running(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        self.exec_start[t] = cx.now;
+        self.rqs[cpu].curr = Some(t);
+        if self.want_of(cx, t).is_some() {
+            self.obj[cpu] = Some(Obj::Native(cx.now));
+            self.try_activate(cx, t, cpu);
+        }
+    }
+
+    fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, _runnable: bool) {
+        self.account(cx, t, cpu);
+        self.rqs[cpu].curr = None;
+        match self.obj[cpu] {
+            Some(Obj::Active { .. }) => {
+                cx.reconfigure(ReconfigOp::Split(cpu), Some(self.mechanism));
+                self.obj[cpu] = Some(Obj::Splitting);
+            }
+            Some(Obj::Fusing { .. }) => self.obj[cpu] = Some(Obj::Fusing { split: true }),
+            Some(Obj::Native(_)) => self.obj[cpu] = None,
+            _ => {}
+        }
+    }
+
+    fn tick(&mut self, cx: &mut Ctx, cpu: CpuId, t: TaskId) {
+        self.account(cx, t, cpu);
+        match self.obj[cpu] {
+            Some(Obj::Active { since, level }) => {
+                if cx.now.since(since) < self.min_gran {
+                    return;
+                }
+                let eligible = (cpu + 1..cpu + level).any(|c| {
+                    self.rqs[c].queue.first().is_some_and(|&(v, _)| {
+                        (v as f64) < self.borrow_vr[t].get(&c).copied().unwrap_or(f64::INFINITY)
+                    })
+                });
+                if eligible {
+                    cx.reconfigure(ReconfigOp::Split(cpu), Some(self.mechanism));
+                    self.obj[cpu] = Some(Obj::Splitting);
+                }
+            }
+            Some(Obj::Native(since)) if cx.now.since(since) >= self.min_gran => {
+                self.try_activate(cx, t, cpu);
+            }
+            _ => {}
+        }
+        // CFS tick preemption on the CPU itself.
+        if let Some(&(v, _)) = self.rqs[cpu].queue.first() {
+            if v + self.min_gran.0 < self.vruntime[t] {
+                cx.resched(cpu);
+            }
+        }
+    }
+
+    fn on_reconfigured(&mut self, cx: &mut Ctx, info: &Reconfigured) {
+        match &info.op {
+            ReconfigOp::Fuse(cpus) => {
+                let r = cpus[0];
+                match self.obj[r] {
+                    Some(Obj::Fusing { split: true }) => {
+                        cx.reconfigure(ReconfigOp::Split(r), Some(self.mechanism));
+                        self.obj[r] = Some(Obj::Splitting);
+                    }
+                    Some(Obj::Fusing { split: false }) => {
+                        self.obj[r] = Some(Obj::Active {
+                            since: cx.now,
+                            level: cpus.len(),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            ReconfigOp::Split(r) => {
+                let r = *r;
+                for c in std::mem::take(&mut self.objcpus[r]) {
+                    self.lent[c] = false;
+                }
+                self.obj[r] = match cx.current(r) {
+                    Some(t) if self.want_of_cached(t).is_some() => Some(Obj::Native(cx.now)),
+                    _ => None,
+                };
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,487 @@
+"""Panneerselvam & Swift, "Chameleon: operating system support for dynamic
+processors" (ASPLOS 2012).
+
+Platform (§5.1): two sockets of six cores with two hyperthreads, 24 CPUs in
+two nodes of 12; a baseline CPU runs at a 50% duty cycle; fused objects of 2
+and 4 CPUs run at the duty cycles of Table 2 (62.5/75/75% and 75/87.5/100%
+for low/medium/high programs), i.e. speedups of 1.25/1.5/1.5 and
+1.5/1.75/2.0 over the baseline. Hyperthreads are modelled as 12 independent
+CPUs per node here (nothing in these rows runs two threads on one core).
+
+What is built so far: the reconfiguration mechanisms (per-step cost model,
+``docs/dynamic.md``), fused execution contexts in the engine, processor
+proxies with their IPI accounting, and the cluster scheduler with taxation
+(the ``chameleon`` policy, without node managers). ``chameleon-f3`` and
+``-f5`` run the policy; ``-t4`` and ``-ipi`` fuse objects by the scenario's
+script.
+The rows that need node managers and the model programs (``chameleon-f4``,
+``-f6`` … ``-f9``) are not registered yet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import api
+from .framework import Outcome, Row, reproduction, tolerance_text, verdict_trend, verdict_within
+
+PAPER = (
+    "Panneerselvam & Swift, Chameleon: operating system support for dynamic processors, ASPLOS 2012"
+)
+
+NODES = 2
+CPUS_PER_NODE = 12
+BASE_DUTY = 0.5
+CLASSES = ("low", "medium", "high")
+#: Table 2, duty cycle % per class: the emulation's configuration (inputs).
+DUTY = {
+    "dyn2": (62.5, 75.0, 75.0),
+    "dyn4": (75.0, 87.5, 100.0),
+    "acmp6": (62.5, 75.0, 75.0),
+    "acmp3": (75.0, 87.5, 100.0),
+}
+
+#: Table 4, µs: mechanism -> (fuse 2, fuse 4, split 2, split 4).
+TABLE4 = {
+    "hotplug": (150_000.0, 430_000.0, 220_000.0, 640_000.0),
+    "proxy-apic": (250.0, 375.0, 20.0, 60.0),
+    "proxy-logical": (2.0, 8.0, 1.5, 4.2),
+}
+#: Table 4 entries that calibrate a step cost (the rest are predictions).
+T4_CALIBRATION = {("proxy-apic", "fuse", 2), ("proxy-apic", "split", 2),
+                  ("proxy-logical", "fuse", 2), ("proxy-logical", "split", 2)}  # fmt: skip
+T4_REL_TOL = 0.15
+
+#: §2.2 (pmake on 24 CPUs) and §5.3 (proxy for 3 CPUs).
+IPI_PER_S = 40.0
+RCU_PER_S = 140.0
+PROXY_IPI_PUBLISHED = 10.0
+IPI_REL_TOL = 0.30
+
+F5_PUBLISHED = {"dyn2": (1.25, 1.5, 1.5), "dyn4": (1.5, 1.75, 2.0)}
+F5_REL_TOL = 0.03
+
+
+def speedups(config: str) -> dict[str, float]:
+    """Speedup per class of a configuration over the 50% baseline (Table 2)."""
+    return {c: d / (100.0 * BASE_DUTY) for c, d in zip(CLASSES, DUTY[config], strict=True)}
+
+
+def machine(fast: int = 0, fast_config: str = "acmp3") -> dict[str, Any]:
+    """24 CPUs in two nodes of 12 at a 50% duty cycle; with ``fast`` > 0, the
+    first ``fast`` CPUs of node 0 are the ACMP's fast cores (the class
+    speedups of ``fast_config``) — an ACMP with 12 slow + ``fast`` fast CPUs."""
+    pstates = [{"mhz": 2000, "volt": 1.0}]
+    types: dict[str, Any] = {"base": {"capacity": 1024, "pstates": pstates}}
+    clusters: list[dict[str, Any]] = []
+    if fast:
+        types["fast"] = {
+            "capacity": 1024,
+            "pstates": pstates,
+            "class_speedup": speedups(fast_config),
+        }
+        clusters.append({"type": "fast", "cores": fast, "node": 0, "duty_cycle": BASE_DUTY})
+        clusters.append({"type": "base", "cores": 12, "node": 1, "duty_cycle": BASE_DUTY})
+    else:
+        for node in range(NODES):
+            clusters.append(
+                {"type": "base", "cores": CPUS_PER_NODE, "node": node, "duty_cycle": BASE_DUTY}
+            )
+    return {
+        "tick_hz": 1000,
+        "migration": {"enabled": False},
+        "types": types,
+        "clusters": clusters,
+    }
+
+
+def fusion_levels() -> list[dict[str, Any]]:
+    """The two fusion levels of Table 2."""
+    return [
+        {"level": 2, "speedup": speedups("dyn2")},
+        {"level": 4, "speedup": speedups("dyn4")},
+    ]
+
+
+# --------------------------------------------------------------- Table 4
+
+
+def t4_scenario(mechanism: str, level: int) -> dict[str, Any]:
+    """Fuse CPUs 0..level-1 at t = 0 and split them at t = 1 s, idle machine."""
+    return {
+        "name": f"chameleon-t4-{mechanism}-{level}",
+        "duration_s": 2.5,
+        "stop_when_done": False,
+        "machine": machine(),
+        "dynamic": {
+            "mechanism": mechanism,
+            "fusion": fusion_levels(),
+            "events": [
+                {"at_ms": 0.0, "op": "fuse", "cpus": list(range(level))},
+                {"at_ms": 1000.0, "op": "split", "cpus": [0]},
+            ],
+        },
+    }
+
+
+def plot_t4(data: dict[str, Any], path: Path) -> None:
+    """Table 4 as bars (log scale would hide nothing: one panel per mechanism)."""
+    from ..plot import bars
+
+    labels = ["fuse 2", "fuse 4", "split 2", "split 4"]
+    panels: dict[str, list[float]] = {}
+    for mech, values in data.items():
+        panels[f"{mech} published (µs)"] = list(TABLE4[mech])
+        panels[f"{mech} simulated (µs)"] = values
+    bars(labels, panels, path, title="Chameleon Table 4 in simulation: reconfiguration latency")
+
+
+@reproduction(
+    "chameleon-t4",
+    paper=PAPER,
+    title="fuse/split latency of 2 and 4 CPUs: hotplug, proxy-APIC, proxy-logical (Table 4)",
+    plot=plot_t4,
+)
+def chameleon_t4(scale: str) -> Outcome:
+    rows: list[Row] = []
+    data: dict[str, list[float]] = {}
+    for mech, published in TABLE4.items():
+        sim: dict[tuple[str, int], float] = {}
+        for level in (2, 4):
+            recs = api.run(t4_scenario(mech, level)).reconfigs.to_dict("records")
+            for r in recs:
+                sim[(str(r["op"]), level)] = float(r["latency_us"])
+        order = [("fuse", 2), ("fuse", 4), ("split", 2), ("split", 4)]
+        data[mech] = [sim[k] for k in order]
+        for (op, level), pub in zip(order, published, strict=True):
+            got = sim[(op, level)]
+            calibrated = (mech, op, level) in T4_CALIBRATION
+            rows.append(
+                Row(
+                    id="chameleon-t4",
+                    claim=f"{mech}: {op} {level} CPUs, µs",
+                    published=pub,
+                    simulated=round(got, 3),
+                    tolerance=tolerance_text(rel_tol=T4_REL_TOL),
+                    verdict=verdict_within(
+                        pub,
+                        got,
+                        rel_tol=T4_REL_TOL,
+                        # The paper's ordering: 4 CPUs cost more than 2.
+                        trend_ok=level == 4 and got > sim[(op, 2)],
+                    ),
+                    note=_t4_note(mech, op, level, calibrated),
+                )
+            )
+    return Outcome(rows=rows, data=data)
+
+
+def _t4_note(mech: str, op: str, level: int, calibrated: bool) -> str:
+    if calibrated:
+        return "calibration point"
+    if mech == "hotplug":
+        return (
+            "prediction from the HotOS 4-CPU calibration: the notifier callbacks and "
+            "stop-machine walk the 24 online CPUs"
+        )
+    if mech == "proxy-apic" and op == "fuse":
+        return (
+            "prediction: the IOAPIC is reprogrammed once per fuse and 3 proxies are created "
+            "one after another; the paper's 375 µs lies between one reprogramming per fuse "
+            "(this model) and one per proxied CPU (750 µs): the model lacks the per-CPU part "
+            "of the IOAPIC cost"
+        )
+    if mech == "proxy-logical" and op == "fuse":
+        return (
+            "prediction: 3 proxies one after another at the 2-CPU cost each; the paper's "
+            "8 µs suggests a per-proxy cost that grows with the proxies already in place, "
+            "which the model does not have"
+        )
+    return "prediction: 3 proxies torn down one after another"
+
+
+# --------------------------------------------------------------- §5.3 IPIs
+
+
+def ipi_scenario(duration_s: float) -> dict[str, Any]:
+    """A sequential program on a 4-CPU object (CPUs 0-3, proxy-APIC) while
+    the background IPI and RCU rates of pmake (§2.2) run on every CPU."""
+    return {
+        "name": "chameleon-ipi",
+        "duration_s": duration_s,
+        "machine": machine(),
+        "workload": {
+            "programs": [
+                {
+                    "name": "seq",
+                    "kind": "sequential",
+                    "class": "high",
+                    # Runs past the end of the measurement.
+                    "work_ms": 1000.0 * duration_s,
+                    "affinity": [0],
+                }
+            ]
+        },
+        "dynamic": {
+            "mechanism": "proxy-apic",
+            "ipi_per_s": IPI_PER_S,
+            "rcu_per_s": RCU_PER_S,
+            "fusion": fusion_levels(),
+            "events": [{"at_ms": 0.0, "op": "fuse", "cpus": [0, 1, 2, 3]}],
+        },
+    }
+
+
+@reproduction(
+    "chameleon-ipi",
+    paper=PAPER,
+    title="IPIs handled by a proxy standing in for 3 CPUs during pmake (§5.3)",
+)
+def chameleon_ipi(scale: str) -> list[Row]:
+    duration = {"full": 10.0, "quick": 1.0}[scale]
+    res = api.run(ipi_scenario(duration))
+    px = res.proxies.set_index("cpu")
+    proxied = float(px.loc[[1, 2, 3], "proxied_s"].mean())
+    if proxied <= 0.0:
+        raise RuntimeError("the 4-CPU object never proxied its CPUs")
+    rate = float(px.loc[0, "ipis_handled"]) / proxied
+    per_cpu = rate / 3.0
+    return [
+        Row(
+            id="chameleon-ipi",
+            claim="IPIs per second handled by the proxy of a 4-CPU object (3 proxied CPUs)",
+            published=PROXY_IPI_PUBLISHED,
+            simulated=round(rate, 3),
+            tolerance=tolerance_text(rel_tol=IPI_REL_TOL),
+            verdict=verdict_within(PROXY_IPI_PUBLISHED, rate, rel_tol=IPI_REL_TOL),
+            note=(
+                "the model removes the rescheduling IPIs (a proxied CPU runs only the idle "
+                "thread) and keeps the TLB shootdowns at tlb_share = 0.5 of the 40/s/CPU, an "
+                "assumption: the papers do not split the 40/s. Linux's lazy-TLB mode (a CPU "
+                "leaves an address space's mask at the first shootdown it gets while idle) is "
+                "not modelled; it is what would bring the rate down to the paper's"
+            ),
+        ),
+        Row(
+            id="chameleon-ipi",
+            claim="IPIs per proxied CPU fewer than the 40/s/CPU without proxies",
+            published="< 40",
+            simulated=round(per_cpu, 3),
+            tolerance="ordering",
+            verdict=verdict_trend(per_cpu < IPI_PER_S),
+        ),
+    ]
+
+
+# --------------------------------------------------------------- Figure 5
+
+
+def f5_scenario(config: str, cls: str, work_ms: float) -> dict[str, Any]:
+    """One sequential program of class ``cls`` alone: on a baseline CPU
+    (``cmp``), on a fused object of 2 or 4 CPUs (``dyn2``/``dyn4``, proxy-APIC,
+    with pmake's background IPIs handled by the proxy), or on an ACMP's fast
+    core (``acmp6``/``acmp3``)."""
+    program = {"name": "seq", "kind": "sequential", "class": cls, "work_ms": work_ms,
+               "affinity": [0]}  # fmt: skip
+    scn: dict[str, Any] = {
+        "name": f"chameleon-f5-{config}-{cls}",
+        "duration_s": 1000.0,
+        "machine": machine(),
+        "workload": {"programs": [program]},
+    }
+    if config.startswith("acmp"):
+        scn["machine"] = machine(fast=3 if config == "acmp3" else 6, fast_config=config)
+    elif config.startswith("dyn"):
+        # The cluster scheduler fuses the object when the thread is picked:
+        # its neighbours are idle, so it may borrow them.
+        level = int(config[3:])
+        scn["scheduler"] = f"chameleon[objects=seq:{level}:1, mechanism=proxy-apic]"
+        scn["dynamic"] = {
+            "mechanism": "proxy-apic",
+            "ipi_per_s": IPI_PER_S,
+            "rcu_per_s": RCU_PER_S,
+            "fusion": fusion_levels(),
+        }
+    return scn
+
+
+def plot_f5(data: dict[str, Any], path: Path) -> None:
+    """Figure 5: speedup per program class and configuration."""
+    from ..plot import bars
+
+    configs = ("acmp6", "dyn2", "acmp3", "dyn4")
+    labels = [f"{cfg} {cls}" for cfg in configs for cls in CLASSES]
+    values = [data[cfg][cls] for cfg in configs for cls in CLASSES]
+    bars(
+        labels,
+        {"speedup over baseline": values},
+        path,
+        title="Chameleon Fig. 5 in simulation: sequential programs alone",
+    )
+
+
+@reproduction(
+    "chameleon-f5",
+    paper=PAPER,
+    title="sequential programs alone: DYN-2/DYN-4 speedups equal the ACMPs' (Fig. 5)",
+    plot=plot_f5,
+)
+def chameleon_f5(scale: str) -> Outcome:
+    work = {"full": 10_000.0, "quick": 1_000.0}[scale]
+    speed: dict[str, dict[str, float]] = {}
+    for cls in CLASSES:
+        base = float(api.run(f5_scenario("cmp", cls, work)).programs["completion_s"].iloc[0])
+        for cfg in ("dyn2", "dyn4", "acmp6", "acmp3"):
+            t = float(api.run(f5_scenario(cfg, cls, work)).programs["completion_s"].iloc[0])
+            speed.setdefault(cfg, {})[cls] = base / t
+    rows: list[Row] = []
+    for cfg, acmp in (("dyn2", "acmp6"), ("dyn4", "acmp3")):
+        for cls, pub in zip(CLASSES, F5_PUBLISHED[cfg], strict=True):
+            got = speed[cfg][cls]
+            rows.append(
+                Row(
+                    id="chameleon-f5",
+                    claim=f"{cfg.upper()} speedup of a {cls} program over the baseline CPU",
+                    published=pub,
+                    simulated=round(got, 4),
+                    tolerance=tolerance_text(rel_tol=F5_REL_TOL),
+                    verdict=verdict_within(pub, got, rel_tol=F5_REL_TOL),
+                    note=(
+                        f"{acmp.upper()} in the same model: {speed[acmp][cls]:.4f}; Table 2's duty "
+                        "cycles are the emulation's inputs, so this checks that fusing through "
+                        "proxies (fuse latency, IPIs handled by the proxy) costs next to nothing; "
+                        "the object is fused by the chameleon policy"
+                    ),
+                )
+            )
+    return Outcome(rows=rows, data=speed)
+
+
+# --------------------------------------------------------------- Figure 3
+
+F3_TAXES = (100.0, 1.0, 0.01)
+F3_WORK_MS = {"full": 10_000.0, "quick": 1_000.0}
+
+
+def f3_scenario(tax: float, work_ms: float, with_b: bool = True) -> dict[str, Any]:
+    """Two identical CPU-bound tasks on neighbouring CPUs: A (CPU 0) asks for
+    a 2-CPU object {0, 1} with tax ``tax``; B lives on CPU 1. Baseline CPUs at
+    the 50% duty cycle, a 2-CPU object at 75% (medium, Table 2), CFS's 16 ms
+    minimum granularity, proxy-APIC."""
+    programs = [{"name": "A", "kind": "sequential", "class": "medium", "work_ms": work_ms,
+                 "affinity": [0]}]  # fmt: skip
+    if with_b:
+        programs.append({"name": "B", "kind": "sequential", "class": "medium",
+                         "work_ms": work_ms, "affinity": [1]})  # fmt: skip
+    return {
+        "name": f"chameleon-f3-tax{tax:g}",
+        "duration_s": 1000.0,
+        "scheduler": f"chameleon[objects=A:2:{tax:g}, mechanism=proxy-apic, min_granularity_ms=16]",
+        "machine": {
+            "tick_hz": 250,
+            "migration": {"enabled": False},
+            "types": {"base": {"capacity": 1024}},
+            "clusters": [{"type": "base", "cores": 2, "node": 0, "duty_cycle": BASE_DUTY}],
+        },
+        "workload": {"programs": programs},
+        "dynamic": {"mechanism": "proxy-apic", "fusion": fusion_levels()[:1]},
+    }
+
+
+def _fused_share(reconfigs: Any, until_s: float) -> float:
+    """Share of [0, until_s] during which the object was fused."""
+    fused = 0.0
+    since: float | None = None
+    for r in reconfigs.to_dict("records"):
+        if r["op"] == "fuse" and r["end_s"] is not None:
+            since = float(r["end_s"])
+        elif r["op"] == "split" and since is not None:
+            fused += max(0.0, min(float(r["start_s"]), until_s) - min(since, until_s))
+            since = None
+    if since is not None:
+        fused += max(0.0, until_s - since)
+    return fused / until_s
+
+
+def plot_f3(data: dict[str, Any], path: Path) -> None:
+    """Figure 3: relative execution time of A and B per tax rate."""
+    from ..plot import bars
+
+    labels = [f"tax {t:g}" for t in F3_TAXES]
+    bars(
+        labels,
+        {
+            "A relative time": [data[t]["a_rel"] for t in F3_TAXES],
+            "B relative time": [data[t]["b_rel"] for t in F3_TAXES],
+        },
+        path,
+        title="Chameleon Fig. 3 in simulation: taxation of a borrowed CPU",
+        reference={"A relative time": 1.0, "B relative time": 1.0},
+    )
+
+
+@reproduction(
+    "chameleon-f3",
+    paper=PAPER,
+    title="taxation: two identical tasks, A borrows B's CPU (Fig. 3)",
+    plot=plot_f3,
+)
+def chameleon_f3(scale: str) -> Outcome:
+    work = F3_WORK_MS[scale]
+    alone = float(api.run(f3_scenario(1.0, work, with_b=False)).programs["completion_s"].iloc[0])
+    data: dict[float, dict[str, float]] = {}
+    for tax in F3_TAXES:
+        res = api.run(f3_scenario(tax, work))
+        done = {
+            str(p["program"]): float(p["completion_s"]) for p in res.programs.to_dict("records")
+        }
+        # Without B, A fuses for the whole run; its native time is the reference.
+        native = work / BASE_DUTY / 1e3
+        data[tax] = {
+            "a_rel": done["A"] / native,
+            "b_rel": done["B"] / native,
+            "share": _fused_share(res.reconfigs, done["A"]),
+        }
+    hi, one, lo = (data[t] for t in F3_TAXES)
+    rows = [
+        Row(
+            id="chameleon-f3",
+            claim="tax >> 1 (100): A runs natively, relative execution time ~1.0",
+            published=1.0,
+            simulated=round(hi["a_rel"], 4),
+            tolerance="trend (within 5%)",
+            verdict=verdict_trend(abs(hi["a_rel"] - 1.0) <= 0.05),
+            note=f"A fused {100 * hi['share']:.1f}% of its run (only while B had not yet run)",
+        ),
+        Row(
+            id="chameleon-f3",
+            claim="tax = 1: A gets its CPU plus about half of B's (share of A's run fused)",
+            published=0.5,
+            simulated=round(one["share"], 4),
+            tolerance="trend (0.35-0.65)",
+            verdict=verdict_trend(0.35 <= one["share"] <= 0.65),
+            note=f"A relative time {one['a_rel']:.3f}, B {one['b_rel']:.3f}",
+        ),
+        Row(
+            id="chameleon-f3",
+            claim="tax << 1 (0.01): A preempts B most of the time (share of A's run fused)",
+            published="most",
+            simulated=round(lo["share"], 4),
+            tolerance="trend (> 0.8)",
+            verdict=verdict_trend(lo["share"] > 0.8),
+            note=(
+                f"A relative time {lo['a_rel']:.3f} (alone on the object: "
+                f"{alone / (work / BASE_DUTY / 1e3):.3f}), B {lo['b_rel']:.3f}"
+            ),
+        ),
+        Row(
+            id="chameleon-f3",
+            claim="A's relative time falls as the tax falls (100 > 1 > 0.01)",
+            published="ordering",
+            simulated=f"{hi['a_rel']:.3f} > {one['a_rel']:.3f} > {lo['a_rel']:.3f}",
+            tolerance="ordering",
+            verdict=verdict_trend(hi["a_rel"] > one["a_rel"] > lo["a_rel"]),
+        ),
+    ]
+    return Outcome(rows=rows, data=data)
