@@ -6,9 +6,12 @@ engine alone (the Rust benchmark binary, median of several runs, peak memory
 from the kernel's accounting of that process) and once through the Python
 API, and writes ``bench/results.json``.
 
-Then a scaling series in CPUs and threads under CFS (engine time, events per
-second, simulated seconds per wall second, peak memory of a child process per
-point) and the side-by-side comparison with SimSo (``compare_simso.py``).
+Then a policy series (one scenario each for the heterogeneous, dynamic,
+virtualised and agent-driven policies, and the same scenario under ``cfs``
+and under a Python-written policy), a scaling series in CPUs and threads
+under CFS (engine time, events per second, simulated seconds per wall second,
+peak memory of a child process per point) and the side-by-side comparison
+with SimSo (``compare_simso.py``).
 
 Timings are compared as medians of runs made in one invocation; nothing
 here is asserted, since shared machines are noisy.
@@ -127,6 +130,51 @@ print(json.dumps({
 """
 
 
+#: Policy series: (label, scenario file, scheduler override or None). The
+#: Python row runs the same scenario as the ``cfs`` row with a Python policy.
+POLICY_SERIES = [
+    ("cfs (demo)", "scenarios/demo.toml", None),
+    ("Python round-robin (demo)", "scenarios/demo.toml", "python-rr"),
+    ("a-dwrr", "scenarios/adwrr-spin.toml", None),
+    ("chameleon (fusion via proxies)", "scenarios/chameleon-fuse.toml", None),
+    ("aash (virtual machines)", "scenarios/aash-blast-eon.toml", None),
+    ("patel-cpu agent + cpusets", "scenarios/patel-task2.toml", None),
+]
+
+
+def run_policy_series(runs: int) -> list[dict]:
+    """Each scenario of :data:`POLICY_SERIES` through the Python API; the
+    median engine time of ``runs`` runs."""
+    import statistics
+
+    import hetsched
+    from hetsched.examples_policies import RoundRobin
+
+    rows = []
+    for label, path, override in POLICY_SERIES:
+        print(f"policies: {label} ...", file=sys.stderr)
+        scn = hetsched.load(ROOT / path)
+        walls, res = [], None
+        for _ in range(runs):
+            sched = RoundRobin() if override == "python-rr" else None
+            res = hetsched.run(scn, scheduler=sched)
+            walls.append(res.summary["wall_s"])
+        assert res is not None
+        wall = statistics.median(walls)
+        s = res.summary
+        rows.append(
+            {
+                "policy": label,
+                "scenario": path,
+                "events": s["events"],
+                "engine_wall_s": wall,
+                "events_per_sec": s["events"] / wall,
+                "sim_s_per_wall_s": s["sim_end_s"] / wall,
+            }
+        )
+    return rows
+
+
 def run_scaling(points: list[tuple[int, int, float]]) -> list[dict]:
     """One child process per point, so each peak RSS is that point's own."""
     rows = []
@@ -156,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
     ap.add_argument("--no-simso", action="store_true", help="skip the SimSo comparison")
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling series")
+    ap.add_argument("--no-policies", action="store_true", help="skip the policy series")
     ap.add_argument(
         "--big", action="store_true", help="also run the 1024-CPU, 100 000-thread, 10 s point"
     )
@@ -181,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_mib": eng["peak_rss_mib"],
         "target_events_per_sec": 10_000_000,
     }
+    if not args.no_policies:
+        results["policies"] = run_policy_series(args.runs)
     if not args.no_scaling:
         results["scaling"] = run_scaling(SCALING + ([BIG] if args.big else []))
     if not args.no_simso:
@@ -196,6 +247,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{py['events_per_sec'] / 1e6:.2f} M events/s, "
         f"{py['sim_s_per_wall_s']:.1f} simulated s per wall s"
     )
+    for row in results.get("policies", []):
+        print(
+            f"policy {row['policy']:32s} {row['events']:9d} events, "
+            f"{row['events_per_sec'] / 1e6:5.2f} M ev/s, "
+            f"{row['sim_s_per_wall_s']:8.1f} sim s/wall s"
+        )
     for row in results.get("scaling", []):
         if "error" in row:
             print(f"scaling {row['cpus']}x{row['threads']}: failed: {row['error']}")
