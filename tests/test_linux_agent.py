@@ -22,34 +22,8 @@ from hetsched.linux.agents import EqualShareAgent, FasterFirstAgent
 from hetsched.linux.runner import Runner
 from hetsched.linux.workload import from_dict
 from hetsched.policy import Agent
+from linux_support import needs_cgroups
 
-
-def _cgroups_usable() -> str | None:
-    if not sys.platform.startswith("linux"):
-        return "needs Linux"
-    if os.geteuid() != 0:
-        return "needs root (cgroups)"
-    if len(cgroups.online_cpus()) < 2:
-        return "needs two online CPUs"
-    try:
-        cgroups.detect()
-    except LinuxError as e:
-        return str(e)
-    return _groups_work()
-
-
-def _groups_work() -> str | None:
-    """Emulated CPUs can really be made here (creates and removes one set)."""
-    try:
-        g = cgroups.Groups.open(cgroups.parse_profile("cpu0=100%, cpu1=50%"))
-    except LinuxError as e:
-        return f"cgroups not usable here: {e}"
-    problems = g.close()
-    return "; ".join(problems) or None
-
-
-SKIP = _cgroups_usable()
-needs_cgroups = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux")
 PROFILE = "cpu0=100%, cpu1=50%"
 

@@ -5,41 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
 from hetsched import cli
-from hetsched.linux import LinuxError, cgroups
+from hetsched.linux import LinuxError
 from hetsched.linux.calibrate import Calibration
 from hetsched.linux.validate import cases, run_validation, scenario_for
+from linux_support import SKIP
 
-
-def _skip() -> str | None:
-    if not sys.platform.startswith("linux"):
-        return "needs Linux"
-    if os.geteuid() != 0:
-        return "needs root (cgroups)"
-    if len(cgroups.online_cpus()) < 2:
-        return "needs two online CPUs"
-    try:
-        cgroups.detect()
-    except LinuxError as e:
-        return str(e)
-    return _groups_work()
-
-
-def _groups_work() -> str | None:
-    """Emulated CPUs can really be made here (creates and removes one set)."""
-    try:
-        g = cgroups.Groups.open(cgroups.parse_profile("cpu0=100%, cpu1=50%"))
-    except LinuxError as e:
-        return f"cgroups not usable here: {e}"
-    problems = g.close()
-    return "; ".join(problems) or None
-
-
-SKIP = _skip()
 CAL = Calibration(
     ms_per_unit=2.0,
     units=10,

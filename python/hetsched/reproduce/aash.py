@@ -114,6 +114,11 @@ def seq_work_fraction(time_share: float, threads: int) -> float:
     return time_share / (time_share + threads * (1.0 - time_share))
 
 
+def one_program_vm(name: str, vcpus: int, scale: str) -> dict[str, Any]:
+    """A legacy VM named after the one model program it runs, one thread per vCPU."""
+    return {"name": name, "vcpus": vcpus, "programs": [program(name, vcpus, scale)]}
+
+
 def program(
     name: str, threads: int, scale: str, label: str | None = None, vcpu: int | None = None
 ) -> dict[str, Any]:
@@ -663,8 +668,8 @@ def aash_mixed_aware(scale: str) -> Outcome:
 )
 def aash_seq_a(scale: str) -> Outcome:
     vms = [
-        {"name": "blast", "vcpus": 6, "programs": [program("blast", 6, scale)]},
-        {"name": "eon", "vcpus": 1, "programs": [program("eon", 1, scale)]},
+        one_program_vm("blast", 6, scale),
+        one_program_vm("eon", 1, scale),
     ]
     sp, data = two_vm("aash-seq-a", vms, scale)
     rows = [
@@ -682,8 +687,8 @@ def aash_seq_a(scale: str) -> Outcome:
 )
 def aash_seq_b(scale: str) -> Outcome:
     vms = [
-        {"name": "blast", "vcpus": 6, "programs": [program("blast", 6, scale)]},
-        {"name": "blackscholes", "vcpus": 2, "programs": [program("blackscholes", 2, scale)]},
+        one_program_vm("blast", 6, scale),
+        one_program_vm("blackscholes", 2, scale),
     ]
     sp, data = two_vm("aash-seq-b", vms, scale)
     bs = sp["blackscholes"]
@@ -712,8 +717,8 @@ def aash_seq_b(scale: str) -> Outcome:
 def aash_seq_c(scale: str) -> Outcome:
     # The paper does not give the VMs' sizes; four vCPUs each fill the machine.
     vms = [
-        {"name": "blast", "vcpus": 4, "programs": [program("blast", 4, scale)]},
-        {"name": "fftw", "vcpus": 4, "programs": [program("fftw", 4, scale)]},
+        one_program_vm("blast", 4, scale),
+        one_program_vm("fftw", 4, scale),
     ]
     sp, data = two_vm("aash-seq-c", vms, scale)
     note = "VM sizes (4 + 4 vCPUs) are an assumption"
