@@ -408,6 +408,16 @@ def test_cgroup_v2_layout_on_a_fake_hierarchy(
     assert written[f"{parent}/cpu1/cpu.weight"] == ["10000"]
     g.place(4242, [1])
     assert written[f"{parent}/cpu1/cgroup.procs"] == ["4242"]
+    # An emulated fused object on v2: cpu0 takes cpu1's quota (capped at
+    # 100%), cpu1 keeps the smallest quota, the group of both drops cpu1.
+    g.fuse([0, 1])
+    assert written[f"{parent}/cpu0/cpu.max"][-1] == "max"
+    assert written[f"{parent}/cpu1/cpu.max"][-1] == "1000 20000"
+    assert written[f"{parent}/cpu0-1/cpuset.cpus"][-1] == "0"
+    assert written[f"{parent}/cpu0-1/cpu.max"][-1] == "20000 20000"
+    g.split(0)
+    assert written[f"{parent}/cpu1/cpu.max"][-1] == "10000 20000"
+    assert written[f"{parent}/cpu0-1/cpuset.cpus"][-1] == "0,1"
     assert g.close() == []
     assert not (root / parent).exists()
     # The controllers it enabled at the root are given back.

@@ -42,8 +42,10 @@ pub struct DynamicSpec {
     /// `hotplug`, `parallel-hotplug` or `deferred-hotplug`.
     #[serde(default = "d_mech")]
     pub mechanism: String,
-    /// Step-cost calibration: `chameleon` (the default costs) or
-    /// `hotos-prototype` (the HotOS 2010 prototype's slower proxies).
+    /// Step-cost calibration: `chameleon` (the default costs),
+    /// `hotos-prototype` (the HotOS 2010 prototype's slower proxies) or
+    /// `linux-6.1-tcg` (hotplug steps fitted to Linux 6.1 measured in a
+    /// software-emulated VM, `data/hotplug/linux-6.1-tcg.json`).
     #[serde(default = "d_costs")]
     pub costs: String,
     /// Deferred hotplug: how long a configuration must last before the real
@@ -252,11 +254,12 @@ pub fn build(spec: &DynamicSpec, m: &Machine) -> Result<DynConfig, SimError> {
     let mut costs = match spec.costs.as_str() {
         "chameleon" => ReconfigCosts::default(),
         "hotos-prototype" => ReconfigCosts::hotos_prototype(),
+        "linux-6.1-tcg" => ReconfigCosts::linux_6_1_tcg(),
         other => {
             return Err(at(
                 "dynamic.costs",
                 format!(
-                    "unknown cost calibration \"{other}\"; allowed: chameleon, hotos-prototype"
+                    "unknown cost calibration \"{other}\"; allowed: chameleon, hotos-prototype, linux-6.1-tcg"
                 ),
             ))
         }

@@ -201,6 +201,11 @@ class Groups:
         self.groups: dict[tuple[int, ...], dict[str, Path]] = {}
         self.origin: dict[int, dict[str, str]] = {}  # pid -> controller -> original path
         self.enabled_root_controllers: list[str] = []
+        # Emulated fused objects: representative -> borrowed CPUs, and the
+        # processes a fuse moved off each borrowed CPU (moved back on split).
+        self.fused: dict[int, tuple[int, ...]] = {}
+        self.borrowed: dict[int, int] = {}
+        self.evicted: dict[int, list[int]] = {}
         # Where processes go back to by default: the agent's own groups.
         self.home = {c: _cgroup_of(os.getpid(), c) or "/" for c in self._controllers()}
         self.closed = False
@@ -281,8 +286,92 @@ class Groups:
             mems = (self.mounts["cpuset"] / "cpuset.mems").read_text().strip()
             _write(cs / "cpuset.mems", mems)
 
+    def duty(self, cpu: int) -> float:
+        """The share of ``cpu`` its processes get now: the profile's duty
+        cycle; for the representative of a fused object the sum of the
+        object's duty cycles (at most 1: one CPU cannot run faster than
+        flat out); 0 for a borrowed CPU."""
+        if cpu in self.borrowed:
+            return 0.0
+        if cpu in self.fused:
+            return min(1.0, sum(self.profile.duty[c] for c in (cpu, *self.fused[cpu])))
+        return self.profile.duty[cpu]
+
     def quota_us(self, cpus: list[int]) -> int:
-        return round(self.period_us * sum(self.profile.duty[c] for c in cpus))
+        return round(self.period_us * sum(self.duty(c) for c in cpus))
+
+    def _limits(self, key: tuple[int, ...]) -> tuple[str, str | None]:
+        """(cpuset, quota) of the group of ``key`` now: borrowed CPUs leave
+        the cpuset (unless nothing else is left) and add nothing to the quota;
+        quota None = unlimited. The kernel's smallest quota, 1 ms, stands in
+        for zero."""
+        live = [c for c in key if c not in self.borrowed] or list(key)
+        full = all(self.duty(c) >= 1.0 for c in key)
+        quota = None if full else max(1000, self.quota_us(list(key)))
+        return ",".join(str(c) for c in live), (None if quota is None else str(quota))
+
+    def _apply(self, key: tuple[int, ...]) -> None:
+        cpus_text, quota = self._limits(key)
+        paths = self.groups[key]
+        if self.version == "v2":
+            _write(paths[""] / "cpuset.cpus", cpus_text)
+            _write(paths[""] / "cpu.max", f"{quota} {self.period_us}" if quota else "max")
+        else:
+            _write(paths["cpuset"] / "cpuset.cpus", cpus_text)
+            _write(paths["cpu"] / "cpu.cfs_quota_us", quota or "-1")
+
+    def _touching(self, cpus: set[int]) -> list[tuple[int, ...]]:
+        return [k for k in self.groups if cpus & set(k)]
+
+    def fuse(self, cpus: list[int]) -> None:
+        """An emulated fused object: ``cpus[0]`` (the representative) gets the
+        quota of all of them, the others are borrowed: their processes move to
+        the representative's group (back on :meth:`split`), their own groups
+        keep no quota and no process, and groups of several CPUs drop them
+        from their cpusets."""
+        if len(cpus) < 2 or len(set(cpus)) != len(cpus):
+            raise LinuxError(f"fuse: {cpus}: a fused object needs 2 or more distinct cpus")
+        unknown = [c for c in cpus if c not in self.profile.duty]
+        if unknown:
+            raise LinuxError(f"fuse: cpus {unknown} are not in the profile ({self.profile.text()})")
+        busy = [c for c in cpus if c in self.fused or c in self.borrowed]
+        if busy:
+            raise LinuxError(f"fuse: cpus {busy} already belong to a fused object")
+        rep, rest = cpus[0], tuple(cpus[1:])
+        rep_group = self.group_for([rep])
+        self.fused[rep] = rest
+        for c in rest:
+            self.borrowed[c] = rep
+        for key in self._touching(set(cpus)):
+            self._apply(key)
+        for c in rest:
+            own = self.group_for([c])
+            moved = []
+            for pid in self._members(next(iter(own.values()))):
+                for path in rep_group.values():
+                    with contextlib.suppress(LinuxError):
+                        _write(path / "cgroup.procs", str(pid))
+                moved.append(pid)
+            self.evicted[c] = moved
+
+    def split(self, rep: int) -> list[int]:
+        """Undo the fused object represented by ``rep``; the processes the
+        fuse moved go back to their CPUs. Returns the borrowed CPUs."""
+        if rep not in self.fused:
+            raise LinuxError(f"split: cpu{rep} represents no fused object")
+        rest = self.fused.pop(rep)
+        for c in rest:
+            del self.borrowed[c]
+        for key in self._touching({rep, *rest}):
+            self._apply(key)
+        rep_members = set(self._members(next(iter(self.group_for([rep]).values()))))
+        for c in rest:
+            for pid in self.evicted.pop(c, []):
+                if pid in rep_members:
+                    for path in self.group_for([c]).values():
+                        with contextlib.suppress(LinuxError):
+                            _write(path / "cgroup.procs", str(pid))
+        return list(rest)
 
     def group_for(self, cpus: list[int]) -> dict[str, Path]:
         """The group of exactly these CPUs (created on first use)."""
@@ -293,15 +382,13 @@ class Groups:
         if key in self.groups:
             return self.groups[key]
         label = "cpu" + "-".join(str(c) for c in key)
-        cpus_text = ",".join(str(c) for c in key)
-        full = all(self.profile.duty[c] >= 1.0 for c in key)
-        quota = self.quota_us(list(key))
+        cpus_text, limit = self._limits(key)
         paths: dict[str, Path] = {}
         if self.version == "v2":
             g = self.parent[""] / label
             self._mkdir("", g)
             _write(g / "cpuset.cpus", cpus_text)
-            _write(g / "cpu.max", "max" if full else f"{quota} {self.period_us}")
+            _write(g / "cpu.max", f"{limit} {self.period_us}" if limit else "max")
             if self.high_weight:
                 _write(g / "cpu.weight", str(HIGH_WEIGHT_V2))
             paths[""] = g
@@ -314,7 +401,7 @@ class Groups:
             cg = self.parent["cpu"] / label
             self._mkdir("cpu", cg)
             _write(cg / "cpu.cfs_period_us", str(self.period_us))
-            _write(cg / "cpu.cfs_quota_us", "-1" if full else str(quota))
+            _write(cg / "cpu.cfs_quota_us", limit or "-1")
             if self.high_weight:
                 _write(cg / "cpu.shares", str(HIGH_SHARES_V1))
             paths["cpu"] = cg

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from . import LinuxError, progs
+from .cgroups import online_cpus
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 #: The workshop paper's Table 3 (Linux 2.6.31, native hotplug, 4 cores): total
@@ -502,6 +503,7 @@ def summarise(
     note: str = "",
     wall_s: float | None = None,
     image: Path | None = None,
+    online_cpus: int | None = None,
 ) -> dict[str, Any]:
     """Median rows over the repeats, the comparison with the paper's Table 3
     and a fitted cost model."""
@@ -534,7 +536,7 @@ def summarise(
     state_rows = [
         {"direction": d, "step": st, "callback": cb, "ms": sum(v)} for (d, st, cb), v in totals
     ]
-    return {
+    doc: dict[str, Any] = {
         "mode": mode,
         "accel": accel,
         "kernel": parsed.kernel or (image.name if image else ""),
@@ -548,6 +550,13 @@ def summarise(
         "cpuhp_states": state_rows,
         "paper": {"table3_ms": {f"{o}-{c}": v for (o, c), v in PAPER_TABLE3.items()}},
     }
+    if online_cpus is not None:
+        doc["online_cpus"] = online_cpus
+    try:
+        doc["reconfig_costs"] = reconfig_costs(doc)
+    except LinuxError as e:
+        doc["reconfig_costs"] = {"error": str(e)}
+    return doc
 
 
 def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -574,6 +583,184 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if r["op"] == "offline" and r["mode"] == "serial" and r["cpus"] == 1
     ]
     out["offline_halt_ms"] = statistics.median(halts) if halts else None
+    return out
+
+
+# -- the simulator's step costs from a measurement ---------------------------------
+
+#: Steps of ``hw/reconfig.rs`` that the benchmark cannot see; they keep the
+#: simulator's defaults (µs): an uncontended lock, the checks, the migration
+#: of interrupts and timers, the teardown of processor state.
+UNMEASURED_STEPS_US = {"lock_us": 1.0, "check_us": 1.0, "migrate_us": 10.0, "teardown_us": 5.0}
+
+
+def reconfig_costs(doc: dict[str, Any]) -> dict[str, Any]:
+    """The simulator's ``ReconfigCosts`` (``crates/hetsched-core/src/hw/reconfig.rs``)
+    fitted to a ``hotplug-bench`` document, with the same step structure:
+
+    - ``stop-machine`` (``stop_machine_per_cpu_us`` × n, halting every other
+      CPU) ← the halt the spinner saw during one offline (``offline_halt_ms``,
+      the median disturbance of the 1-CPU serial offline): the part of
+      ``takedown_cpu`` that runs under stop-machine;
+    - the notifier rounds (``notify-down-prepare`` + ``notify-dead``,
+      ``callbacks`` × ``callback_per_cpu_us`` × n each) ← the rest of the
+      1-CPU offline: every other traced offline state (``cpuhp_kick_ap_work``
+      with the CPU's own teardown states such as ``sched_cpu_deactivate``,
+      the rest of ``takedown_cpu``, the dead callbacks). ``callbacks`` is the
+      number of distinct offline callbacks in the trace;
+    - ``hardware-start`` ← ``bringup_cpu`` (starts the CPU and waits for it);
+      ``arch-init`` ← what remains of the 1-CPU online after the notifier
+      rounds and ``hardware-start``. If the notifier rounds (fitted on the
+      offline) leave less than ``bringup_cpu``, ``hardware-start`` is cut to
+      what remains and ``arch-init`` is 0 (the model has one notifier cost for
+      both directions; on Linux 6.1 the offline notifications are far dearer
+      than the online ones, see ``docs/real-linux.md``).
+
+    Calibrated: the serial 1-CPU offline and online rows (n = K + 2 CPUs
+    online, the VM's size) and the halt; every other row is a prediction.
+    """
+    rows = doc["rows"]
+
+    def row(op: str, k: int) -> dict[str, Any]:
+        for r in rows:
+            if r["op"] == op and r["cpus"] == k and r["mode"] == "serial":
+                return r
+        raise LinuxError(f"hotplug document: no serial {op} row for {k} CPU")
+
+    n = int(doc.get("online_cpus") or int(doc["cpus"]) + 2)
+    if n < 2:
+        raise LinuxError("hotplug document: the number of online CPUs is unknown")
+    off1 = float(row("offline", 1)["latency_ms"]) * 1e3
+    on1 = float(row("online", 1)["latency_ms"]) * 1e3
+    halt = float(row("offline", 1)["disturbance_ms"]) * 1e3
+    states = doc.get("cpuhp_states") or []
+    off_cbs = {s["callback"] for s in states if s["direction"] == "offline"}
+    bringup = sum(s["ms"] for s in states if s["callback"] == "bringup_cpu") * 1e3
+    u = UNMEASURED_STEPS_US
+    callbacks = max(len(off_cbs), 1)
+    fixed_off = 2 * u["lock_us"] + u["check_us"] + u["migrate_us"] + u["teardown_us"]
+    notify_total = off1 - fixed_off - halt
+    if notify_total <= 0:
+        raise LinuxError(
+            f"hotplug document: the halt ({halt / 1e3:.1f} ms) is not below the 1-CPU "
+            f"offline ({off1 / 1e3:.1f} ms); no step costs fit"
+        )
+    per_cb = notify_total / (2 * callbacks * n)
+    fixed_on = 2 * u["lock_us"] + u["check_us"]
+    local_on = on1 - fixed_on - notify_total
+    if local_on < 0:
+        raise LinuxError(
+            f"hotplug document: the 1-CPU online ({on1 / 1e3:.1f} ms) is shorter than the "
+            f"notifier rounds fitted on the offline ({notify_total / 1e3:.1f} ms); no step "
+            "costs fit"
+        )
+    hw = min(bringup, local_on)
+    return {
+        **u,
+        "callbacks": callbacks,
+        "callback_per_cpu_us": per_cb,
+        "stop_machine_per_cpu_us": halt / n,
+        "hw_start_us": hw,
+        "arch_init_us": local_on - hw,
+        "online_cpus": n,
+        "calibrated_on": {
+            "offline_1_ms": off1 / 1e3,
+            "online_1_ms": on1 / 1e3,
+            "halt_ms": halt / 1e3,
+        },
+    }
+
+
+def rust_costs(costs: dict[str, Any]) -> str:
+    """The fields of ``costs`` as Rust struct fields (for ``hw/reconfig.rs``)."""
+    keys = [
+        "lock_us", "check_us", "callbacks", "callback_per_cpu_us", "migrate_us",
+        "stop_machine_per_cpu_us", "teardown_us", "hw_start_us", "arch_init_us",
+    ]  # fmt: skip
+    out = []
+    for k in keys:
+        v = costs[k]
+        out.append(f"{k}: {v}," if isinstance(v, int) else f"{k}: {float(v)!r},")
+    return "\n".join(out)
+
+
+def predict(doc: dict[str, Any], costs: str = "linux-6.1-tcg") -> list[dict[str, Any]]:
+    """What the simulator with the cost set ``costs`` predicts for every row
+    of a ``hotplug-bench`` document: the engine runs the same operations on
+    a machine of as many CPUs (CPUs 1..k offline at t = 0, back online at
+    t = 5 s; ``hotplug``, one CPU after another, which is also what Linux
+    does with concurrent requests). Rows: ``op``, ``cpus``, ``mode``,
+    ``measured_ms``, ``predicted_ms``, ``error`` (relative, measured against
+    predicted), ``role`` (``calibration`` for the rows the cost set was
+    fitted on, else ``prediction``); plus ``halt`` rows: the longest halt
+    of the other CPUs (the spinner's disturbance) against the model's
+    longest stop-machine step."""
+    from .. import api
+    from ..reproduce.hotplug import machine
+
+    n = int(doc.get("online_cpus") or int(doc["cpus"]) + 2)
+    cache: dict[int, dict[str, dict[str, Any]]] = {}
+
+    def sim(k: int) -> dict[str, dict[str, Any]]:
+        if k not in cache:
+            cpus = list(range(1, k + 1))
+            rec = api.run(
+                {
+                    "name": f"hotplug-{costs}-{k}",
+                    "duration_s": 10.0,
+                    "stop_when_done": False,
+                    "machine": machine(n),
+                    "dynamic": {
+                        "mechanism": "hotplug",
+                        "costs": costs,
+                        "events": [
+                            {"at_ms": 0.0, "op": "offline", "cpus": cpus},
+                            {"at_ms": 5000.0, "op": "online", "cpus": cpus},
+                        ],
+                    },
+                }
+            ).reconfigs
+            cache[k] = {str(r["op"]): r for r in rec.to_dict("records")}
+        return cache[k]
+
+    def longest_stop_ms(rec: dict[str, Any]) -> float:
+        stops = [
+            float(part.rsplit(":", 1)[1])
+            for part in str(rec["steps"]).split()
+            if part.startswith("stop-machine:")
+        ]
+        return max(stops, default=0.0) / 1e3
+
+    out = []
+    for r in doc["rows"]:
+        rec = sim(int(r["cpus"]))[r["op"]]
+        pred = float(rec["latency_us"]) / 1e3
+        meas = float(r["latency_ms"])
+        calib = r["mode"] == "serial" and r["cpus"] == 1
+        out.append(
+            {
+                "op": r["op"],
+                "cpus": r["cpus"],
+                "mode": r["mode"],
+                "measured_ms": meas,
+                "predicted_ms": pred,
+                "error": (meas - pred) / pred if pred else None,
+                "role": "calibration" if calib else "prediction",
+            }
+        )
+        if r["op"] == "offline" and r["mode"] == "serial":
+            halt = longest_stop_ms(rec)
+            out.append(
+                {
+                    "op": "halt",
+                    "cpus": r["cpus"],
+                    "mode": r["mode"],
+                    "measured_ms": float(r["disturbance_ms"]),
+                    "predicted_ms": halt,
+                    "error": (float(r["disturbance_ms"]) - halt) / halt if halt else None,
+                    "role": "calibration" if calib else "prediction",
+                }
+            )
     return out
 
 
@@ -636,7 +823,9 @@ def run_host(k: int, repeats: int, yes: bool) -> dict[str, Any]:
     if done.returncode != 0 and "HSBENCH-END" not in done.stdout:
         raise LinuxError(f"hotplug_bench failed: {done.stderr.strip()}")
     text = done.stdout + "\nHSBENCH-KERNEL " + os.uname().release + "\n"
-    return summarise(parse_console(text), mode="host", accel="host", k=k)
+    return summarise(
+        parse_console(text), mode="host", accel="host", k=k, online_cpus=len(online_cpus())
+    )
 
 
 # -- command line ------------------------------------------------------------------
@@ -653,8 +842,58 @@ def register(lsub: Any, guard: Any) -> None:
     h.add_argument("--host", action="store_true", help="run on this machine instead (root)")
     h.add_argument("--yes", action="store_true", help="confirm host mode")
     h.add_argument("--out", type=Path, help="also write the document as JSON here")
+    h.add_argument(
+        "--predict",
+        type=Path,
+        metavar="FILE",
+        help="run no benchmark: compare the document FILE (from --out) with the simulator's "
+        "prediction under --costs",
+    )
+    h.add_argument(
+        "--costs",
+        default="linux-6.1-tcg",
+        help="the simulator's [dynamic] costs for --predict (default linux-6.1-tcg)",
+    )
     h.add_argument("--json", action="store_true", help="print the rows as JSON")
     h.set_defaults(handler=guard(_cmd))
+
+
+def _cmd_predict(args: Any) -> int:
+    from .._text import table
+
+    try:
+        doc = json.loads(args.predict.read_text())
+        rows = predict(doc, args.costs)
+    except OSError as e:
+        raise LinuxError(f"--predict {args.predict}: {e.strerror or e}") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise LinuxError(
+            f"--predict {args.predict}: not a hotplug-bench document (--out): {e}"
+        ) from None
+    except Exception as e:  # the simulator refuses a cost set
+        raise LinuxError(f"--costs {args.costs}: {e}") from None
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{doc.get('kernel', '?')} ({doc.get('accel', '?')}) against costs = {args.costs!r}")
+    print(
+        table(
+            ["op", "cpus", "mode", "measured", "predicted", "error", "role"],
+            [
+                [
+                    r["op"],
+                    r["cpus"],
+                    r["mode"],
+                    f"{r['measured_ms']:.1f} ms",
+                    f"{r['predicted_ms']:.1f} ms",
+                    f"{100 * r['error']:+.1f} %" if r["error"] is not None else "-",
+                    r["role"],
+                ]
+                for r in rows
+            ],
+        )
+    )
+    return 0
 
 
 def _cmd(args: Any) -> int:
@@ -662,6 +901,8 @@ def _cmd(args: Any) -> int:
 
     if args.yes and not args.host:
         raise LinuxError("--yes only confirms --host")
+    if args.predict is not None:
+        return _cmd_predict(args)
     if args.host:
         doc = run_host(args.cpus, args.repeats, args.yes)
     else:

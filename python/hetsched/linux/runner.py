@@ -150,7 +150,8 @@ class RealContext:
         return self._r.effective_mhz(cpu)
 
     def cpu_rating(self, cpu: int) -> float:
-        slowest = min(self._r.effective_mhz(c) for c in self._r.cpus)
+        lent = self._r.groups.borrowed if self._r.groups else {}
+        slowest = min(self._r.effective_mhz(c) for c in self._r.cpus if c not in lent)
         return self._r.effective_mhz(cpu) / slowest
 
     def cpu_domain(self, cpu: int) -> int:
@@ -175,6 +176,19 @@ class RealContext:
 
     def set_frequency(self, domain: int, mhz: int) -> None:
         self._r.set_frequency(domain, mhz)
+
+    def fuse(self, cpus: list[int]) -> None:
+        """Emulated fused object of ``cpus`` (``cpus[0]`` represents it)."""
+        self._r.fuse(list(cpus))
+
+    def split(self, cpu: int) -> None:
+        """Split the emulated fused object represented by ``cpu``."""
+        self._r.split(cpu)
+
+    def fused(self) -> dict[int, list[int]]:
+        """Emulated fused objects now: representative -> borrowed CPUs."""
+        g = self._r.groups
+        return {r: list(b) for r, b in g.fused.items()} if g else {}
 
 
 class Runner:
@@ -225,6 +239,7 @@ class Runner:
         self.samples = 0
         self.agent_errors: list[str] = []
         self._cpufreq_warned = False
+        self.fuse_log: list[tuple[float, str, list[int]]] = []  # (s, fuse/split, cpus)
         if workload:
             for i, p in enumerate(workload.programs):
                 self.tasks.append(Task(i, p.name, p, next_start_s=p.start_s, remaining=p.repeat))
@@ -255,6 +270,8 @@ class Runner:
         return cur.pid if cur is not None and cur.end_s is None else None
 
     def effective_mhz(self, cpu: int) -> int:
+        if self.groups is not None and cpu in self.profile.duty:  # type: ignore[union-attr]
+            return max(1, round(_nominal_mhz(cpu) * self.groups.duty(cpu)))
         duty = self.profile.duty.get(cpu, 1.0) if self.profile else 1.0
         return max(1, round(_nominal_mhz(cpu) * duty))
 
@@ -275,6 +292,12 @@ class Runner:
         bad = [c for c in cpus if c not in self.cpus]
         if not cpus or bad:
             raise LinuxError(f"set_affinity: cpus {cpus} not all among {self.cpus}")
+        lent = [c for c in cpus if self.groups is not None and c in self.groups.borrowed]
+        if lent:
+            raise LinuxError(
+                f"set_affinity: cpu{lent[0]} is borrowed by the fused object of "
+                f"cpu{self.groups.borrowed[lent[0]]}; split it first"  # type: ignore[union-attr]
+            )
         t = self.tasks[task]
         if t.given and pid not in self.changed_affinity:
             self.changed_affinity[pid] = os.sched_getaffinity(pid)
@@ -289,6 +312,19 @@ class Runner:
         for tid in procfs.tids(pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.sched_setaffinity(tid, cpus)
+
+    def fuse(self, cpus: list[int]) -> None:
+        """Emulated fused object (see ``Groups.fuse``); needs a profile."""
+        if self.groups is None:
+            raise LinuxError("fuse: an emulated fused object needs emulated CPUs (--profile)")
+        self.groups.fuse(cpus)
+        self.fuse_log.append((round(self.elapsed(), 4), "fuse", list(cpus)))
+
+    def split(self, cpu: int) -> None:
+        if self.groups is None:
+            raise LinuxError("split: an emulated fused object needs emulated CPUs (--profile)")
+        rest = self.groups.split(cpu)
+        self.fuse_log.append((round(self.elapsed(), 4), "split", [cpu, *rest]))
 
     def set_nice(self, task: int, nice: int) -> None:
         if not -20 <= nice <= 19:
@@ -828,6 +864,7 @@ class Runner:
             "tasks": len(tasks),
             "programs_completed": sum(1 for p in programs if p["completion_s"] is not None),
             "failed": [t.name for t in self.tasks if t.error],
+            "fused_objects": [{"at_s": t, "op": op, "cpus": c} for t, op, c in self.fuse_log],
         }
         scenario = {
             "name": name,

@@ -271,6 +271,33 @@ impl ReconfigCosts {
         }
     }
 
+    /// Today's Linux, measured: the hotplug steps fitted by
+    /// `hetsched linux hotplug-bench` to `data/hotplug/linux-6.1-tcg.json`
+    /// (Linux 6.1.0 in a 5-vCPU QEMU VM under software emulation, TCG, which
+    /// inflates every absolute time). Calibrated on that file's serial 1-CPU
+    /// offline (129.9 ms) and online (171.5 ms) with 5 CPUs online and on the
+    /// 51.5 ms halt a co-running spinner saw: stop-machine = the halt / 5;
+    /// the two notifier rounds = the rest of the offline, over the 33
+    /// offline callbacks of the `cpuhp` trace; hardware start = the traced
+    /// `bringup_cpu`; architecture initialisation = the rest of the online.
+    /// `reconfig_costs` in `python/hetsched/linux/hotplug.py` computes these
+    /// numbers and `tests/test_linux_hotplug.py` checks that they are the
+    /// file's. Proxy costs are the defaults (Linux has no proxies).
+    pub fn linux_6_1_tcg() -> Self {
+        ReconfigCosts {
+            lock_us: 1.0,
+            check_us: 1.0,
+            callbacks: 33,
+            callback_per_cpu_us: 237.56121212121215,
+            migrate_us: 10.0,
+            stop_machine_per_cpu_us: 10306.24,
+            teardown_us: 5.0,
+            hw_start_us: 90545.0000000001,
+            arch_init_us: 2547.099999999875,
+            ..Default::default()
+        }
+    }
+
     /// Validate every cost (finite and ≥ 0; the threshold > 0). `path`
     /// prefixes the errors.
     pub fn check(&self, path: &str) -> Result<(), String> {
@@ -528,6 +555,18 @@ mod tests {
         }
         let e = Mechanism::parse("teleport").unwrap_err();
         assert!(e.contains("teleport") && e.contains("proxy-apic"), "{e}");
+    }
+
+    #[test]
+    fn linux_cost_set_is_valid_and_keeps_the_proxy_costs() {
+        let l = ReconfigCosts::linux_6_1_tcg();
+        assert!(l.check("dynamic.costs").is_ok());
+        let d = ReconfigCosts::default();
+        assert_eq!(l.proxy_create_us, d.proxy_create_us);
+        assert_eq!(l.deferred_threshold_us, d.deferred_threshold_us);
+        // Its calibration point: 1-CPU offline with 5 CPUs online, 129.9444 ms.
+        let off1 = l.latency_us(Mechanism::Hotplug, Direction::Offline, 1, 5);
+        assert!(close(off1, 129_944.4, 1e-9), "{off1}");
     }
 
     #[test]
