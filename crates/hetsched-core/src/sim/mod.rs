@@ -584,19 +584,54 @@ impl Engine {
 
     // --------------------------------------------------------- callbacks
 
+    /// Apply the requests the last callback recorded. Most callbacks record
+    /// none, so the check is inlined and the work is out of line.
+    #[inline]
     fn apply(&mut self) -> Result<(), SimError> {
+        if self.reqs.is_empty() {
+            return Ok(());
+        }
+        self.apply_pending()
+    }
+
+    fn apply_pending(&mut self) -> Result<(), SimError> {
         // Swap in a spare buffer so that the callbacks that applying a request
         // triggers can record into `reqs` without reallocating every time.
         while !self.reqs.is_empty() {
             let mut batch = std::mem::replace(&mut self.reqs, std::mem::take(&mut self.spare));
-            for r in batch.drain(..) {
-                self.apply_one(r)?;
-            }
+            let res = self.apply_batch(&batch);
+            batch.clear();
             if self.spare.capacity() < batch.capacity() {
                 self.spare = batch;
             }
+            res?;
         }
         Ok(())
+    }
+
+    /// Apply a batch in order. The scheduler's frequent requests (tick
+    /// wishes, reschedules) are applied in place; the others are applied by
+    /// `apply_one` from a copy (they are rare).
+    fn apply_batch(&mut self, batch: &[Request]) -> Result<(), SimError> {
+        let n = self.m.ncpus();
+        let sched = matches!(self.src, Src::Sched);
+        for r in batch {
+            match *r {
+                Request::WantTick { cpu, on } if sched && cpu < n => self.want_tick(cpu, on),
+                Request::Resched(cpu) if sched && cpu < n => self.flag_resched(cpu),
+                _ => self.apply_one(r.clone())?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Turn ticks on `cpu` on or off (arming one if it is busy and has none).
+    #[inline]
+    fn want_tick(&mut self, cpu: CpuId, on: bool) {
+        self.cpus[cpu].tick_wanted = on;
+        if on && self.current[cpu].is_some() && !self.cpus[cpu].tick_armed {
+            self.arm_tick(cpu);
+        }
     }
 
     fn sched_select(
@@ -686,22 +721,26 @@ impl Engine {
                 self.flag_resched(cpu);
             }
             Request::Migrate { task, cpu } => {
-                let what = format!("migrate(task {task}, cpu {cpu})");
-                if let Some(e) = bad_task(self, task, &what).or_else(|| bad_cpu(self, cpu, &what)) {
-                    return Err(e);
+                // The request's text is built only for an error message.
+                let what = || format!("migrate(task {task}, cpu {cpu})");
+                if task >= self.tasks.len() || cpu >= n {
+                    let w = what();
+                    let e = bad_task(self, task, &w).or_else(|| bad_cpu(self, cpu, &w));
+                    return Err(e.expect("an invalid task or cpu"));
                 }
                 if !self.online[cpu] {
-                    return Err(self.policy_err(format!("{what}: cpu {cpu} is offline")));
+                    return Err(self.policy_err(format!("{}: cpu {cpu} is offline", what())));
                 }
                 if !self.tasks[task].affinity.contains(cpu) {
                     return Err(self.policy_err(format!(
-                        "{what}: cpu {cpu} is outside the task's affinity {:?}",
+                        "{}: cpu {cpu} is outside the task's affinity {:?}",
+                        what(),
                         self.tasks[task].affinity.to_vec(n)
                     )));
                 }
                 match self.tasks[task].state {
                     TaskState::Exited => {
-                        return Err(self.policy_err(format!("{what}: the task has exited")));
+                        return Err(self.policy_err(format!("{}: the task has exited", what())));
                     }
                     TaskState::Running => {
                         let src = self.tasks[task].cpu;
@@ -770,10 +809,7 @@ impl Engine {
                 if let Some(e) = bad_cpu(self, cpu, "want_tick") {
                     return Err(e);
                 }
-                self.cpus[cpu].tick_wanted = on;
-                if on && self.current[cpu].is_some() && !self.cpus[cpu].tick_armed {
-                    self.arm_tick(cpu);
-                }
+                self.want_tick(cpu, on);
             }
             Request::ArmTimer { at, token } => {
                 if at < self.now {
