@@ -58,6 +58,16 @@ struct CpuRt {
     ticks: u64,
     need_resched: bool,
     busy_ns: u64,
+    /// The last busy rate and power computed for this CPU, and what they were
+    /// computed from: program and phase parameters, frequency and whether an
+    /// SMT sibling was busy. The machine does not change during a run, so the
+    /// same key gives the same numbers (used only without dynamic
+    /// processors, whose speeds change).
+    rate_key: Option<(usize, u32, u32, bool)>,
+    rate_val: (f64, f64),
+    /// Idle power at the frequency `idle_key` (MHz).
+    idle_key: Option<u32>,
+    idle_val: f64,
 }
 
 /// Who issued the requests being applied (for error messages).
@@ -454,25 +464,40 @@ impl Engine {
         let old_power = self.cpus[cpu].power;
         match self.exec_task(cpu) {
             None => {
-                self.cpus[cpu].rate = 0.0;
+                let c = &mut self.cpus[cpu];
+                c.rate = 0.0;
                 let mhz = self.dom_mhz[hw.domain];
-                let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
-                self.cpus[cpu].power = idle_power(ty, &ty.pstates[ps_idx]);
+                if c.idle_key != Some(mhz) {
+                    let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
+                    c.idle_key = Some(mhz);
+                    c.idle_val = idle_power(ty, &ty.pstates[ps_idx]);
+                }
+                c.power = c.idle_val;
             }
             Some(t) => {
                 let task = &self.tasks[t];
-                let p = &self.progs[task.program].params[task.param as usize];
                 let sib_busy =
                     ty.smt_factor != 1.0 && hw.siblings.iter().any(|&s| self.current[s].is_some());
                 let mhz = self.dom_mhz[hw.domain];
-                let mut s = self.m.compute_speed(cpu, p.class, mhz, sib_busy);
-                if let Some(d) = &self.dynm {
-                    s *= d.speed(cpu, p.class);
-                }
-                let rate = progress_rate(s, p.mem);
-                let cf = compute_fraction(s, p.mem);
-                let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
-                let power = busy_power(ty, &ty.pstates[ps_idx], hw.duty_cycle, cf);
+                let key = (task.program, task.param, mhz, sib_busy);
+                let (rate, power) = match self.cpus[cpu].rate_key {
+                    Some(k) if k == key && self.dynm.is_none() => self.cpus[cpu].rate_val,
+                    _ => {
+                        let p = &self.progs[task.program].params[task.param as usize];
+                        let mut s = self.m.compute_speed(cpu, p.class, mhz, sib_busy);
+                        if let Some(d) = &self.dynm {
+                            s *= d.speed(cpu, p.class);
+                        }
+                        let rate = progress_rate(s, p.mem);
+                        let cf = compute_fraction(s, p.mem);
+                        let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
+                        let power = busy_power(ty, &ty.pstates[ps_idx], hw.duty_cycle, cf);
+                        let c = &mut self.cpus[cpu];
+                        c.rate_key = Some(key);
+                        c.rate_val = (rate, power);
+                        (rate, power)
+                    }
+                };
                 let dt = if task.remaining <= 0.0 {
                     0
                 } else {
