@@ -663,10 +663,8 @@ fn run(
         Some(&mut cb),
     )
     .map_err(to_py)?;
-    let mut v = serde_json::to_value(&res).map_err(|e| HetschedError::new_err(e.to_string()))?;
     let scn: serde_json::Value =
         serde_json::from_str(&scenario.inner.to_json()).unwrap_or_default();
-    v["scenario"] = scn;
     // Labels by task id; with VMs, vCPUs (not rows of `tasks`) are named
     // after their VM.
     let task_labels: Vec<(String, u32)> = if res.vms.is_empty() {
@@ -686,11 +684,27 @@ fn run(
         }
         l
     };
-    v["labels"] = serde_json::json!({
+    let labels = serde_json::json!({
         "tasks": task_labels,
         "cpus": res.cpus.iter().map(|c| format!("cpu {} ({})", c.cpu, c.ty)).collect::<Vec<_>>(),
     });
-    Ok(v.to_string())
+    // The results are written straight to text and the scenario and labels
+    // appended to that object: going through a `serde_json::Value` tree first
+    // cost several KiB per task at the peak (a map entry per field of every
+    // row). The text is the same as the tree's.
+    let err = |e: serde_json::Error| HetschedError::new_err(e.to_string());
+    let mut out = serde_json::to_string(&res).map_err(err)?;
+    debug_assert!(
+        out.ends_with('}') && out.len() > 2,
+        "results serialize to an object"
+    );
+    out.pop();
+    out.push_str(",\"scenario\":");
+    out.push_str(&serde_json::to_string(&scn).map_err(err)?);
+    out.push_str(",\"labels\":");
+    out.push_str(&labels.to_string());
+    out.push('}');
+    Ok(out)
 }
 
 #[pyfunction]

@@ -58,6 +58,16 @@ struct CpuRt {
     ticks: u64,
     need_resched: bool,
     busy_ns: u64,
+    /// The last busy rate and power computed for this CPU, and what they were
+    /// computed from: program and phase parameters, frequency and whether an
+    /// SMT sibling was busy. The machine does not change during a run, so the
+    /// same key gives the same numbers (used only without dynamic
+    /// processors, whose speeds change).
+    rate_key: Option<(usize, u32, u32, bool)>,
+    rate_val: (f64, f64),
+    /// Idle power at the frequency `idle_key` (MHz).
+    idle_key: Option<u32>,
+    idle_val: f64,
 }
 
 /// Who issued the requests being applied (for error messages).
@@ -454,25 +464,40 @@ impl Engine {
         let old_power = self.cpus[cpu].power;
         match self.exec_task(cpu) {
             None => {
-                self.cpus[cpu].rate = 0.0;
+                let c = &mut self.cpus[cpu];
+                c.rate = 0.0;
                 let mhz = self.dom_mhz[hw.domain];
-                let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
-                self.cpus[cpu].power = idle_power(ty, &ty.pstates[ps_idx]);
+                if c.idle_key != Some(mhz) {
+                    let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
+                    c.idle_key = Some(mhz);
+                    c.idle_val = idle_power(ty, &ty.pstates[ps_idx]);
+                }
+                c.power = c.idle_val;
             }
             Some(t) => {
                 let task = &self.tasks[t];
-                let p = &self.progs[task.program].params[task.param as usize];
                 let sib_busy =
                     ty.smt_factor != 1.0 && hw.siblings.iter().any(|&s| self.current[s].is_some());
                 let mhz = self.dom_mhz[hw.domain];
-                let mut s = self.m.compute_speed(cpu, p.class, mhz, sib_busy);
-                if let Some(d) = &self.dynm {
-                    s *= d.speed(cpu, p.class);
-                }
-                let rate = progress_rate(s, p.mem);
-                let cf = compute_fraction(s, p.mem);
-                let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
-                let power = busy_power(ty, &ty.pstates[ps_idx], hw.duty_cycle, cf);
+                let key = (task.program, task.param, mhz, sib_busy);
+                let (rate, power) = match self.cpus[cpu].rate_key {
+                    Some(k) if k == key && self.dynm.is_none() => self.cpus[cpu].rate_val,
+                    _ => {
+                        let p = &self.progs[task.program].params[task.param as usize];
+                        let mut s = self.m.compute_speed(cpu, p.class, mhz, sib_busy);
+                        if let Some(d) = &self.dynm {
+                            s *= d.speed(cpu, p.class);
+                        }
+                        let rate = progress_rate(s, p.mem);
+                        let cf = compute_fraction(s, p.mem);
+                        let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
+                        let power = busy_power(ty, &ty.pstates[ps_idx], hw.duty_cycle, cf);
+                        let c = &mut self.cpus[cpu];
+                        c.rate_key = Some(key);
+                        c.rate_val = (rate, power);
+                        (rate, power)
+                    }
+                };
                 let dt = if task.remaining <= 0.0 {
                     0
                 } else {
@@ -584,19 +609,54 @@ impl Engine {
 
     // --------------------------------------------------------- callbacks
 
+    /// Apply the requests the last callback recorded. Most callbacks record
+    /// none, so the check is inlined and the work is out of line.
+    #[inline]
     fn apply(&mut self) -> Result<(), SimError> {
+        if self.reqs.is_empty() {
+            return Ok(());
+        }
+        self.apply_pending()
+    }
+
+    fn apply_pending(&mut self) -> Result<(), SimError> {
         // Swap in a spare buffer so that the callbacks that applying a request
         // triggers can record into `reqs` without reallocating every time.
         while !self.reqs.is_empty() {
             let mut batch = std::mem::replace(&mut self.reqs, std::mem::take(&mut self.spare));
-            for r in batch.drain(..) {
-                self.apply_one(r)?;
-            }
+            let res = self.apply_batch(&batch);
+            batch.clear();
             if self.spare.capacity() < batch.capacity() {
                 self.spare = batch;
             }
+            res?;
         }
         Ok(())
+    }
+
+    /// Apply a batch in order. The scheduler's frequent requests (tick
+    /// wishes, reschedules) are applied in place; the others are applied by
+    /// `apply_one` from a copy (they are rare).
+    fn apply_batch(&mut self, batch: &[Request]) -> Result<(), SimError> {
+        let n = self.m.ncpus();
+        let sched = matches!(self.src, Src::Sched);
+        for r in batch {
+            match *r {
+                Request::WantTick { cpu, on } if sched && cpu < n => self.want_tick(cpu, on),
+                Request::Resched(cpu) if sched && cpu < n => self.flag_resched(cpu),
+                _ => self.apply_one(r.clone())?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Turn ticks on `cpu` on or off (arming one if it is busy and has none).
+    #[inline]
+    fn want_tick(&mut self, cpu: CpuId, on: bool) {
+        self.cpus[cpu].tick_wanted = on;
+        if on && self.current[cpu].is_some() && !self.cpus[cpu].tick_armed {
+            self.arm_tick(cpu);
+        }
     }
 
     fn sched_select(
@@ -686,22 +746,26 @@ impl Engine {
                 self.flag_resched(cpu);
             }
             Request::Migrate { task, cpu } => {
-                let what = format!("migrate(task {task}, cpu {cpu})");
-                if let Some(e) = bad_task(self, task, &what).or_else(|| bad_cpu(self, cpu, &what)) {
-                    return Err(e);
+                // The request's text is built only for an error message.
+                let what = || format!("migrate(task {task}, cpu {cpu})");
+                if task >= self.tasks.len() || cpu >= n {
+                    let w = what();
+                    let e = bad_task(self, task, &w).or_else(|| bad_cpu(self, cpu, &w));
+                    return Err(e.expect("an invalid task or cpu"));
                 }
                 if !self.online[cpu] {
-                    return Err(self.policy_err(format!("{what}: cpu {cpu} is offline")));
+                    return Err(self.policy_err(format!("{}: cpu {cpu} is offline", what())));
                 }
                 if !self.tasks[task].affinity.contains(cpu) {
                     return Err(self.policy_err(format!(
-                        "{what}: cpu {cpu} is outside the task's affinity {:?}",
+                        "{}: cpu {cpu} is outside the task's affinity {:?}",
+                        what(),
                         self.tasks[task].affinity.to_vec(n)
                     )));
                 }
                 match self.tasks[task].state {
                     TaskState::Exited => {
-                        return Err(self.policy_err(format!("{what}: the task has exited")));
+                        return Err(self.policy_err(format!("{}: the task has exited", what())));
                     }
                     TaskState::Running => {
                         let src = self.tasks[task].cpu;
@@ -770,10 +834,7 @@ impl Engine {
                 if let Some(e) = bad_cpu(self, cpu, "want_tick") {
                     return Err(e);
                 }
-                self.cpus[cpu].tick_wanted = on;
-                if on && self.current[cpu].is_some() && !self.cpus[cpu].tick_armed {
-                    self.arm_tick(cpu);
-                }
+                self.want_tick(cpu, on);
             }
             Request::ArmTimer { at, token } => {
                 if at < self.now {
