@@ -306,7 +306,7 @@ impl NodeManager {
                 .threads
                 .iter()
                 .filter(|(&k, _)| {
-                    k != t && self.levels.contains(&(sizes[&k] / 2)) && sizes[&k] % 2 == 0
+                    k != t && self.levels.contains(&(sizes[&k] / 2)) && sizes[&k].is_multiple_of(2)
                 })
                 .max_by(|(ka, a), (kb, b)| {
                     sizes[ka].cmp(&sizes[kb]).then(b.arrival.cmp(&a.arrival))
