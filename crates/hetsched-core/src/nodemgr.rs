@@ -502,12 +502,35 @@ impl NodeManager {
                         st
                     }
                     None => {
-                        // Cannot happen with sizes that add up to the node
-                        // under the contiguous rule; run natively otherwise.
+                        // No block can be freed (objects straddle every
+                        // candidate): keep the old object if its CPUs are
+                        // still free, else the largest smaller level that
+                        // fits anywhere, else run natively.
                         for o in owner.iter_mut() {
                             if *o == Some(k) {
                                 *o = None;
                             }
+                        }
+                        let mut fallback = old.filter(|&(ost, os)| {
+                            os <= s && owner[ost..ost + os].iter().all(|o| o.is_none())
+                        });
+                        if fallback.is_none() {
+                            for &l in self.levels.iter().rev().filter(|&&l| l < s) {
+                                let st = (0..n).find(|&st| {
+                                    self.rule_ok(st, l)
+                                        && owner[st..st + l].iter().all(|o| o.is_none())
+                                });
+                                if let Some(st) = st {
+                                    fallback = Some((st, l));
+                                    break;
+                                }
+                            }
+                        }
+                        if let Some((st, l)) = fallback {
+                            for o in owner.iter_mut().skip(st).take(l) {
+                                *o = Some(k);
+                            }
+                            place.insert(k, (st, l));
                         }
                         continue;
                     }

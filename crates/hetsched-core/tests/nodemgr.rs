@@ -268,3 +268,24 @@ fn aligned_rule_places_aligned_blocks() {
     }
     check_disjoint(&nm);
 }
+
+// A grow that no move can make room for keeps the old object.
+#[test]
+fn a_grow_without_room_keeps_the_old_object() {
+    let mut nm = node(12, true);
+    ask(&mut nm, 0, 4, 1.5); // 0-3
+    ask(&mut nm, 1, 4, 2.0); // 4-7
+    ask(&mut nm, 2, 4, 2.0); // 8-11
+                             // Equal-or-higher weights: the largest earliest object (0) is split.
+    ask(&mut nm, 3, 4, 2.0);
+    assert_eq!(nm.object_of(0), vec![0, 1]);
+    assert_eq!(nm.object_of(3), vec![2, 3]);
+    // Thread 1 exits: thread 3 (weight 2.0) grows first; 2-5 holds it in
+    // place. Thread 0 (0-1) then has 2 free CPUs (6-7) but every 4-block
+    // holds part of another object: it keeps 0-1.
+    nm.release(1);
+    assert_eq!(nm.object_of(3), vec![2, 3, 4, 5]);
+    assert_eq!(nm.object_of(0), vec![0, 1]);
+    assert_eq!(nm.free_cpus(), 2);
+    check_disjoint(&nm);
+}

@@ -383,6 +383,12 @@ impl Chameleon {
             return;
         }
         let obj = obj.clone();
+        // CPUs of the object still being split off another object (or
+        // otherwise out of service): wait for them rather than settle for
+        // a smaller object; the next tick tries again.
+        if obj[1..].iter().any(|&c| self.lent[c] || !cx.online(c)) {
+            return;
+        }
         let mut levels: Vec<usize> = self
             .levels
             .iter()
