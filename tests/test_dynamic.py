@@ -131,3 +131,48 @@ def test_chameleon_f3_taxation_trend(tmp_path: Path) -> None:
     assert data[100.0]["b_rel"] < data[1.0]["b_rel"] < data[0.01]["b_rel"]
     chameleon.plot_f3(data, tmp_path / "f3.png")
     assert (tmp_path / "f3.png").stat().st_size > 0
+
+
+def test_chameleon_f8_allocation_sequence(tmp_path: Path) -> None:
+    out = chameleon.chameleon_f8("quick")
+    assert [r.verdict for r in out.rows] == ["match"] * 6
+    # The intervals come from the run: every object is a block of 2 or 4 CPUs
+    # and no CPU is in two objects at once.
+    ivs = out.data["intervals"]
+    assert {len(iv["cpus"]) for iv in ivs} == {2, 4}
+    for a in ivs:
+        for b in ivs:
+            if a is not b and a["from_s"] < b["to_s"] and b["from_s"] < a["to_s"]:
+                assert not set(a["cpus"]) & set(b["cpus"])
+    chameleon.plot_f8(out.data, tmp_path / "f8.png")
+    assert (tmp_path / "f8.png").stat().st_size > 0
+
+
+def test_f8_without_notification_leaves_freed_cpus_idle() -> None:
+    res = hetsched.run(chameleon.f8_scenario(notify=False), trace=True)
+    ivs = chameleon.object_intervals(res)
+    lbm = next(iv for iv in ivs if iv["program"] == "lbm" and len(iv["cpus"]) == 2)
+    # After lbm's exit no object takes its CPUs.
+    assert not any(iv["from_s"] >= lbm["to_s"] and set(iv["cpus"]) & set(lbm["cpus"]) for iv in ivs)
+
+
+def test_model_programs_and_their_bad_input() -> None:
+    from hetsched.reproduce.chameleon_programs import NAMES, model_program
+
+    for name in NAMES:
+        res = hetsched.run(
+            {
+                "duration_s": 100.0,
+                "machine": chameleon.machine(),
+                "workload": {"programs": [model_program(name, threads=4, work_ms=400.0)]},
+            }
+        )
+        assert float(res.programs["completion_s"].iloc[0]) > 0
+    assert model_program("lbm")["class"] == "medium"
+    assert model_program("fibonacci")["kind"] == "dynamic"
+    with pytest.raises(ValueError, match="unknown Chameleon model program 'spam'"):
+        model_program("spam")
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        model_program("pmake", threads=0)
+    with pytest.raises(ValueError, match="work_ms must be > 0"):
+        model_program("gcc", work_ms=-1.0)

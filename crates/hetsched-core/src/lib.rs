@@ -28,6 +28,7 @@ pub mod error;
 pub mod hw;
 #[allow(missing_docs)]
 pub mod metrics;
+pub mod nodemgr;
 pub mod os;
 #[allow(missing_docs)]
 pub mod policy;

@@ -27,15 +27,24 @@
 //!
 //! Reconfiguration goes through the engine (`Ctx::reconfigure`) with the
 //! policy's mechanism, so its latency and side effects are the cost model's.
-//! Not built yet: node managers (allocation by property weight, reclaim,
-//! splitting, defragmentation, notification), which choose *which* CPUs an
-//! object gets; here an object is the block starting at the thread's CPU.
+//!
+//! Which CPUs an object gets: without node managers (`nodes=off`, the
+//! default) the block of `level` CPUs starting at the thread's CPU. With
+//! `nodes=on`, one [`NodeManager`] per node of the machine builds each
+//! thread's object when the thread first becomes runnable (on the node with
+//! the most free CPUs), by the thread's weight; the thread is queued on the
+//! object's representative, and every change the manager makes (reclaim,
+//! split, redistribution, defragmentation) splits the thread's active object,
+//! moves the thread to its new representative and re-records its borrowed
+//! vruntimes from the new CPUs' run queues. A thread's exit releases its
+//! object; `notify=off` keeps the freed CPUs idle (Figure 6's "3*").
 
 use super::{Ctx, EnqFlags, Kind, ParamDef, PolicyInfo, PolicySpec, Scheduler};
 use crate::dynamic::{ReconfigOp, Reconfigured};
 use crate::hw::reconfig::Mechanism;
 use crate::hw::{CpuId, Machine};
-use crate::os::TaskId;
+use crate::nodemgr::{EventKind, NodeManager};
+use crate::os::{TaskId, TaskState};
 use crate::time::SimTime;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -59,7 +68,17 @@ fn params() -> Vec<ParamDef> {
         ParamDef {
             name: "objects",
             default: "",
-            doc: "space-separated program:level:tax requests, e.g. \"nqueen:4:0.01 gcc:2:1\" (tax > 0; 1 = borrowed time costs what native time does)",
+            doc: "space-separated program:level:tax[:weight] requests, e.g. \"nqueen:4:0.01 gcc:2:1:1.25\" (tax > 0; 1 = borrowed time costs what native time does; weight > 0, default 1: the node managers' priority, e.g. the speedup)",
+        },
+        ParamDef {
+            name: "nodes",
+            default: "off",
+            doc: "node managers (on/off): per node, build each thread's object from unallocated CPUs by weight, reclaim, split the largest, redistribute and defragment; off: the block starting at the thread's CPU",
+        },
+        ParamDef {
+            name: "notify",
+            default: "on",
+            doc: "with nodes=on: a thread's exit notifies its node manager, which gives the freed CPUs to objects that got fewer than they asked for (off: they stay idle until the next request)",
         },
         ParamDef {
             name: "min_granularity_ms",
@@ -74,6 +93,7 @@ fn params() -> Vec<ParamDef> {
 struct Want {
     level: usize,
     tax: f64,
+    weight: f64,
 }
 
 /// Cluster-scheduling state of an object.
@@ -117,6 +137,16 @@ pub struct Chameleon {
     lent: Vec<bool>,
     /// Per representative: the CPUs its object borrows.
     objcpus: Vec<Vec<CpuId>>,
+    /// Node managers (empty with `nodes=off`).
+    nms: Vec<NodeManager>,
+    notify: bool,
+    nodes_on: bool,
+    /// Per thread under a node manager: its node and its object's CPUs.
+    managed: BTreeMap<TaskId, (usize, Vec<CpuId>)>,
+    /// Threads to move to their object's new representative.
+    pending_move: BTreeMap<TaskId, CpuId>,
+    /// Threads whose exit the managers were told.
+    released: BTreeSet<TaskId>,
 }
 
 impl Chameleon {
@@ -130,9 +160,9 @@ impl Chameleon {
         let raw = ps.params.get("objects").cloned().unwrap_or_default();
         for item in raw.split_whitespace() {
             let parts: Vec<&str> = item.split(':').collect();
-            if parts.len() != 3 {
+            if parts.len() != 3 && parts.len() != 4 {
                 return Err(format!(
-                    "chameleon[objects]: \"{item}\" is not program:level:tax"
+                    "chameleon[objects]: \"{item}\" is not program:level:tax[:weight]"
                 ));
             }
             let level: usize = parts[1].parse().map_err(|_| {
@@ -154,9 +184,24 @@ impl Chameleon {
                     parts[2], parts[0]
                 ));
             }
-            by_program.insert(parts[0].to_string(), Want { level, tax });
+            let weight: f64 = match parts.get(3) {
+                None => 1.0,
+                Some(w) => w.parse().unwrap_or(f64::NAN),
+            };
+            if !weight.is_finite() || weight <= 0.0 {
+                return Err(format!(
+                    "chameleon[objects]: weight \"{}\" of \"{}\" must be a number > 0",
+                    parts[3], parts[0]
+                ));
+            }
+            by_program.insert(parts[0].to_string(), Want { level, tax, weight });
         }
         let n = m.ncpus();
+        let nodes_on = p.bool("nodes")?;
+        let notify = p.bool("notify")?;
+        if p.given("notify") && !nodes_on {
+            return Err("chameleon[notify]: only meaningful with nodes=on".to_string());
+        }
         Ok(Chameleon {
             name: if ps.params.is_empty() {
                 "chameleon".into()
@@ -177,6 +222,12 @@ impl Chameleon {
             ncpus: n,
             lent: vec![false; n],
             objcpus: vec![Vec::new(); n],
+            nms: Vec::new(),
+            notify,
+            nodes_on,
+            managed: BTreeMap::new(),
+            pending_move: BTreeMap::new(),
+            released: BTreeSet::new(),
         })
     }
 
@@ -201,6 +252,9 @@ impl Chameleon {
 
     /// The CPUs an object of `level` represented by `cpu` borrows.
     fn borrowed(&self, cx: &Ctx, cpu: CpuId, level: usize) -> Option<Vec<CpuId>> {
+        if self.nodes_on {
+            return None;
+        }
         let cpus: Vec<CpuId> = (cpu..cpu + level).collect();
         if cpu + level > self.ncpus || !self.levels.contains(&level) {
             return None;
@@ -247,6 +301,10 @@ impl Chameleon {
         let Some(w) = self.want_of(cx, t) else {
             return;
         };
+        if self.nodes_on {
+            self.try_activate_managed(cx, t, cpu);
+            return;
+        }
         let mut level = if self.levels.contains(&w.level) {
             w.level
         } else {
@@ -313,6 +371,187 @@ impl Chameleon {
     fn want_of_cached(&self, t: TaskId) -> Option<Want> {
         self.want.get(t).copied().flatten().flatten()
     }
+
+    /// `nodes=on`: fuse the object the node manager gave `t` (or the largest
+    /// configured prefix of it whose CPUs qualify), if `t` runs on its
+    /// representative and no CPU of it is still lent to another object.
+    fn try_activate_managed(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        let Some((_, obj)) = self.managed.get(&t) else {
+            return;
+        };
+        if obj.first() != Some(&cpu) || self.pending_move.contains_key(&t) {
+            return;
+        }
+        let obj = obj.clone();
+        // CPUs of the object still being split off another object (or
+        // otherwise out of service): wait for them rather than settle for
+        // a smaller object; the next tick tries again.
+        if obj[1..].iter().any(|&c| self.lent[c] || !cx.online(c)) {
+            return;
+        }
+        let mut levels: Vec<usize> = self
+            .levels
+            .iter()
+            .copied()
+            .filter(|&l| l <= obj.len())
+            .collect();
+        levels.sort_unstable_by(|a, b| b.cmp(a));
+        for level in levels {
+            let b = &obj[1..level];
+            if b.iter()
+                .all(|&c| !self.lent[c] && self.may_borrow(cx, t, c))
+            {
+                for &c in b {
+                    self.lent[c] = true;
+                }
+                self.objcpus[cpu] = b.to_vec();
+                cx.reconfigure(
+                    ReconfigOp::Fuse(obj[..level].to_vec()),
+                    Some(self.mechanism),
+                );
+                self.obj[cpu] = Some(Obj::Fusing { split: false });
+                return;
+            }
+        }
+    }
+
+    /// `nodes=on`: ask a node manager for `t`'s object.
+    fn request_object(&mut self, cx: &mut Ctx, t: TaskId, w: Want) {
+        if self.managed.contains_key(&t) || self.released.contains(&t) {
+            return;
+        }
+        let aff = cx.task(t).affinity.clone();
+        let node = (0..self.nms.len())
+            .filter(|&i| self.nms[i].cpus().iter().any(|&c| aff.contains(c)))
+            .max_by(|&a, &b| {
+                self.nms[a]
+                    .free_cpus()
+                    .cmp(&self.nms[b].free_cpus())
+                    .then(b.cmp(&a))
+            });
+        let Some(node) = node else {
+            return;
+        };
+        match self.nms[node].request(t, "sequential", w.level, w.weight) {
+            Ok(out) => {
+                for msg in out.warnings {
+                    let prog = &cx.progs[cx.task(t).program].name;
+                    cx.warn(format!(
+                        "scheduler chameleon: thread {t} of \"{prog}\": {msg}"
+                    ));
+                }
+                self.managed.insert(t, (node, Vec::new()));
+                self.apply_node(cx, node, &out.events);
+            }
+            Err(msg) => cx.fail(format!("scheduler chameleon: thread {t}: {msg}")),
+        }
+    }
+
+    /// Carry out a node manager's changes: split the affected threads'
+    /// active objects, move them to their new representatives and record
+    /// their borrowed vruntimes on the new CPUs.
+    fn apply_node(&mut self, cx: &mut Ctx, node: usize, events: &[crate::nodemgr::Event]) {
+        for e in events {
+            if e.kind == EventKind::Release {
+                continue;
+            }
+            let u = e.thread;
+            let Some(entry) = self.managed.get_mut(&u) else {
+                continue;
+            };
+            let new = self.nms[node].object_of(u);
+            if entry.1 == new {
+                continue;
+            }
+            entry.1 = new.clone();
+            // Split the object the thread is using now.
+            let here = cx.task(u).cpu;
+            if cx.current(here) == Some(u) {
+                match self.obj[here] {
+                    Some(Obj::Active { .. }) => {
+                        cx.reconfigure(ReconfigOp::Split(here), Some(self.mechanism));
+                        self.obj[here] = Some(Obj::Splitting);
+                    }
+                    Some(Obj::Fusing { .. }) => self.obj[here] = Some(Obj::Fusing { split: true }),
+                    _ => {}
+                }
+            }
+            let mut m = BTreeMap::new();
+            for &c in new.iter().skip(1) {
+                m.insert(c, self.rqs[c].min_vruntime as f64);
+            }
+            self.borrow_vr[u] = m;
+            if let Some(&r) = new.first() {
+                if r != here {
+                    self.pending_move.insert(u, r);
+                }
+            }
+        }
+        self.do_moves(cx);
+    }
+
+    /// Move threads whose representative changed, once it takes work.
+    fn do_moves(&mut self, cx: &mut Ctx) {
+        let pend: Vec<(TaskId, CpuId)> = self.pending_move.iter().map(|(&t, &c)| (t, c)).collect();
+        for (t, r) in pend {
+            if !cx.online(r) || self.lent[r] || !cx.task(t).affinity.contains(r) {
+                continue;
+            }
+            let here = cx.task(t).cpu;
+            // A thread whose object is still being fused or split waits.
+            if cx.current(here) == Some(t)
+                && matches!(
+                    self.obj[here],
+                    Some(Obj::Fusing { .. } | Obj::Splitting | Obj::Active { .. })
+                )
+            {
+                continue;
+            }
+            match cx.task(t).state {
+                TaskState::Exited => {}
+                TaskState::Runnable => {
+                    let key = (self.vruntime[t], t);
+                    if self.rqs[here].queue.remove(&key) {
+                        self.rqs[r].queue.insert(key);
+                    }
+                    cx.migrate(t, r);
+                }
+                _ => cx.migrate(t, r),
+            }
+            self.pending_move.remove(&t);
+        }
+    }
+
+    /// `nodes=on`: the engine has no exit hook; exits are noticed at the next
+    /// pick or tick on any CPU (within a tick of the exit).
+    fn reap_exits(&mut self, cx: &mut Ctx) {
+        if self.managed.is_empty() {
+            return;
+        }
+        let gone: Vec<TaskId> = self
+            .managed
+            .keys()
+            .copied()
+            .filter(|&t| cx.task(t).state == TaskState::Exited)
+            .collect();
+        for t in gone {
+            self.release_object(cx, t);
+        }
+        if !self.pending_move.is_empty() {
+            self.do_moves(cx);
+        }
+    }
+
+    /// `nodes=on`: tell the node manager that `t` exited.
+    fn release_object(&mut self, cx: &mut Ctx, t: TaskId) {
+        let Some((node, _)) = self.managed.remove(&t) else {
+            return;
+        };
+        self.released.insert(t);
+        self.pending_move.remove(&t);
+        let out = self.nms[node].release(t);
+        self.apply_node(cx, node, &out.events);
+    }
 }
 
 impl Scheduler for Chameleon {
@@ -347,12 +586,42 @@ impl Scheduler for Chameleon {
         {
             cx.warn("scheduler chameleon[objects]: no program of the workload is named in objects; every thread runs natively".to_string());
         }
+        if self.nodes_on {
+            let mut per: BTreeMap<u32, Vec<CpuId>> = BTreeMap::new();
+            for (c, cpu) in cx.machine.cpus.iter().enumerate() {
+                per.entry(cpu.node).or_default().push(c);
+            }
+            for (node, cpus) in per {
+                let lv: Vec<usize> = self
+                    .levels
+                    .iter()
+                    .copied()
+                    .filter(|&l| l <= cpus.len())
+                    .collect();
+                match NodeManager::new(
+                    cpus,
+                    &lv,
+                    crate::dynamic::FusionRule::Contiguous,
+                    self.notify,
+                    &["sequential"],
+                ) {
+                    Ok(nm) => self.nms.push(nm),
+                    Err(msg) => cx.fail(format!("scheduler chameleon[nodes]: node {node}: {msg}")),
+                }
+            }
+        }
         for c in 0..cx.ncpus() {
             cx.want_tick(c, true);
         }
     }
 
     fn select_cpu(&mut self, cx: &mut Ctx, t: TaskId, prev: Option<CpuId>, _f: EnqFlags) -> CpuId {
+        if let Some(&r) = self.managed.get(&t).and_then(|(_, o)| o.first()) {
+            if cx.online(r) && !self.lent[r] && cx.task(t).affinity.contains(r) {
+                self.pending_move.remove(&t);
+                return r;
+            }
+        }
         let task = cx.task(t);
         let aff = task.affinity.clone();
         if let Some(p) = prev.filter(|&p| aff.contains(p) && (cx.online(p) || self.lent[p])) {
@@ -373,6 +642,22 @@ impl Scheduler for Chameleon {
 
     fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, f: EnqFlags) {
         self.grow(cx.ntasks());
+        let mut cpu = cpu;
+        if self.nodes_on && f == EnqFlags::New {
+            if let Some(w) = self.want_of(cx, t) {
+                self.request_object(cx, t, w);
+                // Queue the new thread on its object's representative.
+                if let Some(&r) = self.managed.get(&t).and_then(|(_, o)| o.first()) {
+                    if r != cpu && cx.online(r) && !self.lent[r] && cx.task(t).affinity.contains(r)
+                    {
+                        if self.pending_move.remove(&t).is_some() {
+                            cx.migrate(t, r);
+                        }
+                        cpu = r;
+                    }
+                }
+            }
+        }
         let rq_min = self.rqs[cpu].min_vruntime;
         if matches!(
             f,
@@ -380,7 +665,16 @@ impl Scheduler for Chameleon {
         ) {
             self.vruntime[t] = self.vruntime[t].max(rq_min);
         }
-        if matches!(f, EnqFlags::New | EnqFlags::Wakeup) {
+        if matches!(f, EnqFlags::New | EnqFlags::Wakeup) && self.nodes_on {
+            if let Some((_, obj)) = self.managed.get(&t) {
+                let m = obj
+                    .iter()
+                    .skip(1)
+                    .map(|&c| (c, self.rqs[c].min_vruntime as f64))
+                    .collect();
+                self.borrow_vr[t] = m;
+            }
+        } else if matches!(f, EnqFlags::New | EnqFlags::Wakeup) {
             if let Some(w) = self.want_of(cx, t) {
                 let mut m = BTreeMap::new();
                 if let Some(b) = self.borrowed(cx, cpu, self.effective_level(w)) {
@@ -407,6 +701,7 @@ impl Scheduler for Chameleon {
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
+        self.reap_exits(cx);
         let &(v, t) = self.rqs[cpu].queue.first()?;
         self.rqs[cpu].queue.remove(&(v, t));
         if v > self.rqs[cpu].min_vruntime {
@@ -440,6 +735,7 @@ impl Scheduler for Chameleon {
     }
 
     fn tick(&mut self, cx: &mut Ctx, cpu: CpuId, t: TaskId) {
+        self.reap_exits(cx);
         self.account(cx, t, cpu);
         match self.obj[cpu] {
             Some(Obj::Active { since, level }) => {
@@ -496,6 +792,9 @@ impl Scheduler for Chameleon {
                     Some(t) if self.want_of_cached(t).is_some() => Some(Obj::Native(cx.now)),
                     _ => None,
                 };
+                if !self.pending_move.is_empty() {
+                    self.do_moves(cx);
+                }
             }
             _ => {}
         }
