@@ -166,17 +166,7 @@ def run_vm(timeout_s: float = 240.0, profile: str = "cpu0=50%, cpu1=50%") -> dic
     qemu, busybox = hotplug._need_tools()
     image = hotplug.kernel_image()
     script = _script(record(profile))
-    d, x, c = 0o040755, 0o100755, 0o020600
-    entries: list[tuple[str, int, bytes, int]] = [
-        (name, d, b"", 0) for name in ("bin", "dev", "proc", "sys", "tmp")
-    ]
-    entries += [
-        ("dev/console", c, b"", (5 << 8) | 1),
-        ("dev/null", 0o020666, b"", (1 << 8) | 3),
-        ("bin/busybox", x, Path(busybox).read_bytes(), 0),
-        ("bin/sh", 0o120777, b"busybox", 0),
-        ("init", x, script.encode(), 0),
-    ]
+    entries = [*hotplug.busybox_root(busybox), ("init", hotplug.EXEC_MODE, script.encode(), 0)]
     with tempfile.TemporaryDirectory(prefix="hetsched-vm-") as tmp:
         initrd = Path(tmp) / "initrd.gz"
         initrd.write_bytes(gzip.compress(hotplug._cpio(entries), compresslevel=1))

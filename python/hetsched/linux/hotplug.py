@@ -230,21 +230,33 @@ echo o > /proc/sysrq-trigger
 """
 
 
-def build_initramfs(busybox: str, bench: Path, k: int, repeats: int) -> bytes:
-    """The VM's initramfs (gzip'd newc cpio): busybox, /init, the benchmark."""
-    d, f, x, c = 0o040755, 0o100644, 0o100755, 0o020600
+#: Mode of an executable file in the VM's initramfs.
+EXEC_MODE = 0o100755
+
+
+def busybox_root(busybox: str) -> list[tuple[str, int, bytes, int]]:
+    """The initramfs entries every VM of ours needs: the top directories, a
+    console and /dev/null, and a static busybox as /bin/sh."""
     entries: list[tuple[str, int, bytes, int]] = [
-        (name, d, b"", 0) for name in ("bin", "dev", "proc", "sys", "tmp")
+        (name, 0o040755, b"", 0) for name in ("bin", "dev", "proc", "sys", "tmp")
     ]
     entries += [
-        ("dev/console", c, b"", (5 << 8) | 1),
+        ("dev/console", 0o020600, b"", (5 << 8) | 1),
         ("dev/null", 0o020666, b"", (1 << 8) | 3),
-        ("bin/busybox", x, Path(busybox).read_bytes(), 0),
+        ("bin/busybox", EXEC_MODE, Path(busybox).read_bytes(), 0),
         ("bin/sh", 0o120777, b"busybox", 0),
-        ("hotplug_bench", x, bench.read_bytes(), 0),
-        ("init", x, INIT.replace("@K@", str(k)).replace("@REPEATS@", str(repeats)).encode(), 0),
     ]
-    del f
+    return entries
+
+
+def build_initramfs(busybox: str, bench: Path, k: int, repeats: int) -> bytes:
+    """The VM's initramfs (gzip'd newc cpio): busybox, /init, the benchmark."""
+    init = INIT.replace("@K@", str(k)).replace("@REPEATS@", str(repeats))
+    entries = [
+        *busybox_root(busybox),
+        ("hotplug_bench", EXEC_MODE, bench.read_bytes(), 0),
+        ("init", EXEC_MODE, init.encode(), 0),
+    ]
     return gzip.compress(_cpio(entries), compresslevel=1)
 
 
