@@ -22,6 +22,7 @@ from .framework import (
     tolerance_text,
     verdict_trend,
     verdict_within,
+    within_row,
 )
 
 # Importing a paper's module registers its reproductions.
@@ -44,4 +45,5 @@ __all__ = [
     "tolerance_text",
     "verdict_trend",
     "verdict_within",
+    "within_row",
 ]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import api
-from .framework import Outcome, Row, reproduction, tolerance_text, verdict_trend, verdict_within
+from .framework import Outcome, Row, reproduction, verdict_trend, within_row
 
 PAPER = (
     "Panneerselvam & Swift, Chameleon: operating system support for dynamic processors, ASPLOS 2012"
@@ -159,19 +159,15 @@ def chameleon_t4(scale: str) -> Outcome:
             got = sim[(op, level)]
             calibrated = (mech, op, level) in T4_CALIBRATION
             rows.append(
-                Row(
-                    id="chameleon-t4",
-                    claim=f"{mech}: {op} {level} CPUs, µs",
-                    published=pub,
-                    simulated=round(got, 3),
-                    tolerance=tolerance_text(rel_tol=T4_REL_TOL),
-                    verdict=verdict_within(
-                        pub,
-                        got,
-                        rel_tol=T4_REL_TOL,
-                        # The paper's ordering: 4 CPUs cost more than 2.
-                        trend_ok=level == 4 and got > sim[(op, 2)],
-                    ),
+                within_row(
+                    "chameleon-t4",
+                    f"{mech}: {op} {level} CPUs, µs",
+                    pub,
+                    got,
+                    digits=3,
+                    rel_tol=T4_REL_TOL,
+                    # The paper's ordering: 4 CPUs cost more than 2.
+                    trend_ok=level == 4 and got > sim[(op, 2)],
                     note=_t4_note(mech, op, level, calibrated),
                 )
             )
@@ -249,13 +245,13 @@ def chameleon_ipi(scale: str) -> list[Row]:
     rate = float(px.loc[0, "ipis_handled"]) / proxied
     per_cpu = rate / 3.0
     return [
-        Row(
-            id="chameleon-ipi",
-            claim="IPIs per second handled by the proxy of a 4-CPU object (3 proxied CPUs)",
-            published=PROXY_IPI_PUBLISHED,
-            simulated=round(rate, 3),
-            tolerance=tolerance_text(rel_tol=IPI_REL_TOL),
-            verdict=verdict_within(PROXY_IPI_PUBLISHED, rate, rel_tol=IPI_REL_TOL),
+        within_row(
+            "chameleon-ipi",
+            "IPIs per second handled by the proxy of a 4-CPU object (3 proxied CPUs)",
+            PROXY_IPI_PUBLISHED,
+            rate,
+            digits=3,
+            rel_tol=IPI_REL_TOL,
             note=(
                 "the model removes the rescheduling IPIs (a proxied CPU runs only the idle "
                 "thread) and keeps the TLB shootdowns at tlb_share = 0.5 of the 40/s/CPU, an "
@@ -341,13 +337,13 @@ def chameleon_f5(scale: str) -> Outcome:
         for cls, pub in zip(CLASSES, F5_PUBLISHED[cfg], strict=True):
             got = speed[cfg][cls]
             rows.append(
-                Row(
-                    id="chameleon-f5",
-                    claim=f"{cfg.upper()} speedup of a {cls} program over the baseline CPU",
-                    published=pub,
-                    simulated=round(got, 4),
-                    tolerance=tolerance_text(rel_tol=F5_REL_TOL),
-                    verdict=verdict_within(pub, got, rel_tol=F5_REL_TOL),
+                within_row(
+                    "chameleon-f5",
+                    f"{cfg.upper()} speedup of a {cls} program over the baseline CPU",
+                    pub,
+                    got,
+                    digits=4,
+                    rel_tol=F5_REL_TOL,
                     note=(
                         f"{acmp.upper()} in the same model: {speed[acmp][cls]:.4f}; Table 2's duty "
                         "cycles are the emulation's inputs, so this checks that fusing through "

@@ -48,6 +48,7 @@ __all__ = [
     "tolerance_text",
     "verdict_trend",
     "verdict_within",
+    "within_row",
 ]
 
 SCALES = ("full", "quick")
@@ -142,6 +143,32 @@ def verdict_within(
     if not math.isnan(distance) and distance <= allowed:
         return "match"
     return "trend" if trend_ok else "differs"
+
+
+def within_row(
+    rid: str,
+    claim: str,
+    published: float,
+    simulated: float,
+    *,
+    digits: int,
+    rel_tol: float | None = None,
+    abs_tol: float | None = None,
+    trend_ok: bool = False,
+    note: str = "",
+) -> Row:
+    """A claim that is a number within a tolerance: the row's tolerance text
+    and its :func:`verdict_within` verdict come from the same ``rel_tol`` /
+    ``abs_tol``; the simulated value is shown rounded to ``digits``."""
+    return Row(
+        id=rid,
+        claim=claim,
+        published=published,
+        simulated=round(simulated, digits),
+        tolerance=tolerance_text(rel_tol, abs_tol),
+        verdict=verdict_within(published, simulated, rel_tol, abs_tol, trend_ok),
+        note=note,
+    )
 
 
 def verdict_trend(holds: bool) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import api
-from .framework import Outcome, Row, reproduction, tolerance_text, verdict_within
+from .framework import Outcome, Row, reproduction, within_row
 
 PAPER = "Panneerselvam & Swift, Dynamic processors demand dynamic operating systems, HotOS 2010"
 
@@ -135,15 +135,14 @@ def hotos_t3(scale: str) -> Outcome:
                     "calibration point" if calibrated else f"prediction; {_why(column, direction)}"
                 )
                 rows.append(
-                    Row(
-                        id="hotos-t3",
-                        claim=f"{column} {direction} of {count} CPU(s), ms",
-                        published=pub,
-                        simulated=round(got, 3),
-                        tolerance=tolerance_text(rel_tol=LATENCY_REL_TOL),
-                        verdict=verdict_within(
-                            pub, got, rel_tol=LATENCY_REL_TOL, trend_ok=grows and i > 0
-                        ),
+                    within_row(
+                        "hotos-t3",
+                        f"{column} {direction} of {count} CPU(s), ms",
+                        pub,
+                        got,
+                        digits=3,
+                        rel_tol=LATENCY_REL_TOL,
+                        trend_ok=grows and i > 0,
                         note=note,
                     )
                 )
@@ -212,13 +211,13 @@ def hotos_stop(scale: str) -> list[Row]:
     ]
     mean = sum(lost) / len(lost)
     return [
-        Row(
-            id="hotos-stop",
-            claim="run time a co-running CPU-bound program loses to one native offline, ms",
-            published=STOP_MS,
-            simulated=round(mean, 4),
-            tolerance=tolerance_text(rel_tol=STOP_REL_TOL),
-            verdict=verdict_within(STOP_MS, mean, rel_tol=STOP_REL_TOL),
+        within_row(
+            "hotos-stop",
+            "run time a co-running CPU-bound program loses to one native offline, ms",
+            STOP_MS,
+            mean,
+            digits=4,
+            rel_tol=STOP_REL_TOL,
             note=(
                 "the 2.6 ms calibrates the stop-machine step (650 µs per online CPU); "
                 "what this row checks is that the engine halts every other CPU and the "
@@ -241,13 +240,13 @@ def hotos_95(scale: str) -> list[Row]:
     }
     mean = (cuts["offline"] + cuts["online"]) / 2.0
     return [
-        Row(
-            id="hotos-95",
-            claim="cut in single-CPU reconfiguration latency by proxies, % (offline/online mean)",
-            published=REDUCTION_PUBLISHED,
-            simulated=round(mean, 2),
-            tolerance=tolerance_text(abs_tol=REDUCTION_ABS_TOL),
-            verdict=verdict_within(REDUCTION_PUBLISHED, mean, abs_tol=REDUCTION_ABS_TOL),
+        within_row(
+            "hotos-95",
+            "cut in single-CPU reconfiguration latency by proxies, % (offline/online mean)",
+            REDUCTION_PUBLISHED,
+            mean,
+            digits=2,
+            abs_tol=REDUCTION_ABS_TOL,
             note=(
                 f"offline {cuts['offline']:.1f}%, online {cuts['online']:.1f}%; both latencies "
                 "are calibration points (1-CPU rows of Table 3), so this follows from the "
