@@ -54,7 +54,7 @@ def record(profile: str = "cpu0=50%, cpu1=50%") -> dict[str, list[str]]:
         real_mkdir = Path.mkdir
 
         try:
-            cgroups._write = write  # type: ignore[assignment]
+            cgroups._write = write
             cgroups._cgroup_of = lambda pid, ctrl: "/"  # type: ignore[assignment]
             g = cgroups.Groups(cgroups.parse_profile(profile, {0, 1}), "v2", {"": root}, True)
             g.name = "hetsched-vm"
@@ -63,7 +63,11 @@ def record(profile: str = "cpu0=50%, cpu1=50%") -> dict[str, list[str]]:
                 cur.append(f"mkdir {rel(path)} || echo 'HSV2-FAIL mkdir {rel(path)}'")
                 real_mkdir(path)
 
-            g._mkdir = lambda ctrl, path: (mkdir(path), g.created.append((ctrl, path)))  # type: ignore[method-assign]
+            def record_mkdir(ctrl: str, path: Path) -> None:
+                mkdir(path)
+                g.created.append((ctrl, path))
+
+            g._mkdir = record_mkdir  # type: ignore[method-assign]
             g._make_parent()
             for cpu in g.profile.cpus:
                 g.group_for([cpu])
@@ -85,8 +89,8 @@ def record(profile: str = "cpu0=50%, cpu1=50%") -> dict[str, list[str]]:
                 cur.append(f'echo "-{c}" > cgroup.subtree_control')
             phases["close"] = cur
         finally:
-            cgroups._write = real_write  # type: ignore[assignment]
-            cgroups._cgroup_of = real_of  # type: ignore[assignment]
+            cgroups._write = real_write
+            cgroups._cgroup_of = real_of
     return phases
 
 

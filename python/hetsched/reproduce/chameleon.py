@@ -401,7 +401,7 @@ def _fused_share(reconfigs: Any, until_s: float) -> float:
     return fused / until_s
 
 
-def plot_f3(data: dict[str, Any], path: Path) -> None:
+def plot_f3(data: dict[float, Any], path: Path) -> None:
     """Figure 3: relative execution time of A and B per tax rate."""
     from ..plot import bars
 

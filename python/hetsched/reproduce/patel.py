@@ -386,7 +386,7 @@ def improvements(test: Measured, control: Measured) -> dict[str, float]:
 # ---------------------------------------------------------------- patel-t4
 
 #: Table 4 (Algorithm 1 vs control), Tasks 1-4.
-TABLE4 = {
+TABLE4: dict[str, list[float]] = {
     "savings_w": [11, 13, 36, 36],
     "savings": [7.64, 8.28, 19.67, 19.67],
     "performance": [5.08, -6.10, -35.94, -30.06],
@@ -394,7 +394,7 @@ TABLE4 = {
     "time_x_w": [12.46, 1.99, -22.59, 3.13],
 }
 #: Table 2: (test, control) instructions per second (billions), Tasks 1-3.
-TABLE2 = {
+TABLE2: dict[int, dict[str, tuple[float, float]]] = {
     1: {"bzip2": (2.692, 2.612), "gcc": (0.794, 1.109), NONCPU_NAME: (1.067, 0.601)},
     2: {"bzip2": (2.426, 2.342), "gcc": (1.152, 0.909), "mcf": (0.188, 0.362),
         "sjeng": (1.747, 2.331), NONCPU_NAME: (0.651, 0.620)},
