@@ -36,3 +36,17 @@ def test_cli_reference_has_every_command(tmp_path: Path) -> None:
         "policy-reference.md",
         "scenario-reference.md",
     ]
+
+
+def test_committed_reference_pages_are_up_to_date(tmp_path: Path) -> None:
+    """The pages in docs/ are what the generator writes today: a new field,
+    policy, parameter or command must come with regenerated pages
+    (``python -m hetsched.docgen docs``)."""
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    assert docgen.main([str(tmp_path)]) == 0
+    stale = [
+        p.name
+        for p in sorted(tmp_path.iterdir())
+        if (docs / p.name).read_text(encoding="utf-8") != p.read_text(encoding="utf-8")
+    ]
+    assert not stale, f"regenerate with `python -m hetsched.docgen docs`: {stale} are stale"

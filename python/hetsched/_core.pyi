@@ -154,6 +154,18 @@ class Context:
         """Call ``on_timer(cx, token)`` at ``at_ns``; re-arming a token replaces it."""
     def cancel_timer(self, token: int) -> None: ...
     def set_frequency(self, domain: int, mhz: int) -> None: ...
+    def reconfigure(self, op: str, cpus: Sequence[int], mechanism: Optional[str] = None) -> None:
+        """Ask for a reconfiguration of dynamic processors: ``op`` is
+        ``offline``, ``online``, ``fuse`` (CPUs, lowest first: it represents
+        the object) or ``split`` (one CPU, the representative); ``mechanism``
+        one of ``docs/dynamic.md``'s (default: the scenario's). The engine
+        validates it when applied (a bad request ends the run with an error
+        naming the policy) and calls ``on_reconfigured`` when it completes."""
+    def fusion_levels(self) -> list[int]:
+        """CPUs per fused object of each configured fusion level (empty
+        without a ``[dynamic]`` section)."""
+    def warn(self, msg: str) -> None:
+        """Add ``msg`` to the run's warnings (once per distinct message)."""
     # Agents only (valid inside Agent callbacks):
     def processes(self) -> list[dict[str, Any]]:
         """Per-process observables over the last sampling interval, as a daemon

@@ -16,7 +16,7 @@ prototyping in Python; ``hetsched.examples_policies`` has two short examples.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._core import Context
@@ -63,6 +63,10 @@ class Scheduler:
       CPUs that asked with ``cx.want_tick(cpu, True)`` (a tickless kernel).
     - ``on_timer(cx, token)`` when a timer armed with ``cx.arm_timer`` fires.
     - ``reweight(cx, task)`` after a task's nice value (and so weight) changed.
+    - ``on_reconfigured(cx, info)`` when a reconfiguration of dynamic
+      processors completes (one asked for with ``cx.reconfigure`` or one the
+      scenario scripts): ``info`` is ``{"id", "op", "cpus", "mechanism",
+      "start_ns"}``. Needs a ``[dynamic]`` section (``docs/dynamic.md``).
 
     ``enqueue``, ``dequeue`` and ``pick_next`` must be written; the others
     default to doing nothing, except ``select_cpu`` which keeps the task where
@@ -109,6 +113,10 @@ class Scheduler:
 
     def reweight(self, cx: Context, task: int) -> None:
         """The nice value, and so the weight, of ``task`` changed."""
+
+    def on_reconfigured(self, cx: Context, info: dict[str, Any]) -> None:
+        """A reconfiguration completed: its CPUs are now in or out of service,
+        fused or split (see ``cx.reconfigure``)."""
 
     def on_fault(self, cx: Context, task: int, cpu: int, feature: str) -> bool:
         """``task`` needs ISA ``feature`` that ``cpu`` lacks. Return True after

@@ -10,6 +10,8 @@
 
 mod agent_plan;
 
+use hetsched_core::dynamic::{ReconfigOp, Reconfigured};
+use hetsched_core::hw::reconfig::Mechanism;
 use hetsched_core::metrics::RunResults;
 use hetsched_core::policy::{Agent, Ctx, EnqFlags, Scheduler};
 use hetsched_core::scenario::{self, Format};
@@ -270,6 +272,53 @@ impl Context {
     }
     fn set_frequency(&self, domain: usize, mhz: u32) -> PyResult<()> {
         self.cx()?.set_frequency(domain, mhz);
+        Ok(())
+    }
+    /// Request a reconfiguration of dynamic processors (needs a `[dynamic]`
+    /// section): `op` is `offline`, `online`, `fuse` (CPUs lowest first) or
+    /// `split` (one CPU: the object's representative).
+    #[pyo3(signature = (op, cpus, mechanism=None))]
+    fn reconfigure(&self, op: &str, cpus: Vec<usize>, mechanism: Option<&str>) -> PyResult<()> {
+        for &c in &cpus {
+            self.cpu(c)?;
+        }
+        if cpus.is_empty() {
+            return Err(PolicyError::new_err(format!(
+                "reconfigure({op}): cpus is empty; name at least one cpu"
+            )));
+        }
+        let op = match op {
+            "offline" => ReconfigOp::Offline(cpus),
+            "online" => ReconfigOp::Online(cpus),
+            "fuse" => ReconfigOp::Fuse(cpus),
+            "split" => match cpus.as_slice() {
+                [rep] => ReconfigOp::Split(*rep),
+                _ => {
+                    return Err(PolicyError::new_err(format!(
+                        "reconfigure(split): name exactly one cpu, the object's representative \
+                         (its lowest cpu); got {cpus:?}"
+                    )))
+                }
+            },
+            other => return Err(PolicyError::new_err(format!(
+                "reconfigure: unknown operation \"{other}\"; allowed: offline, online, fuse, split"
+            ))),
+        };
+        let mechanism = mechanism
+            .map(Mechanism::parse)
+            .transpose()
+            .map_err(PolicyError::new_err)?;
+        self.cx()?.reconfigure(op, mechanism);
+        Ok(())
+    }
+    /// The fusion levels (CPUs per fused object) of the scenario's `[dynamic]`
+    /// section; empty without one.
+    fn fusion_levels(&self) -> PyResult<Vec<usize>> {
+        Ok(self.cx()?.fusion_levels().to_vec())
+    }
+    /// Add a warning to the run's warnings (each distinct message once).
+    fn warn(&self, msg: String) -> PyResult<()> {
+        self.cx()?.warn(msg);
         Ok(())
     }
     fn processes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
@@ -553,6 +602,34 @@ impl Scheduler for PyScheduler {
             |r| r.is_truthy(),
         )
         .unwrap_or(false)
+    }
+    fn on_reconfigured(&mut self, cx: &mut Ctx, info: &Reconfigured) {
+        let has = Python::with_gil(|py| self.obj.bind(py).hasattr("on_reconfigured"));
+        if !matches!(has, Ok(true)) {
+            return;
+        }
+        let (id, op, cpus, mech, start) = (
+            info.id,
+            info.op.name(),
+            info.op.cpus(),
+            info.mechanism.name(),
+            info.start.0,
+        );
+        call_py(
+            &self.obj,
+            cx,
+            "on_reconfigured",
+            |py, c| {
+                let d = PyDict::new_bound(py);
+                d.set_item("id", id)?;
+                d.set_item("op", op)?;
+                d.set_item("cpus", cpus)?;
+                d.set_item("mechanism", mech)?;
+                d.set_item("start_ns", start)?;
+                tuple(py, vec![c.into_py(py), d.into_py(py)])
+            },
+            |_| Ok(()),
+        );
     }
     fn reweight(&mut self, cx: &mut Ctx, task: usize, _old: u32) {
         call_py(
