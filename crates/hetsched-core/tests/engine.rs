@@ -261,6 +261,74 @@ work_ms = 100000
 }
 
 #[test]
+fn cfs_rotates_a_one_task_imbalance() {
+    // Three never-sleeping nice-0 threads on two CPUs: 2 vs 1 is an imbalance
+    // of 512 and each task weighs 1024, so the first periodic balance fails
+    // and the second moves the waiting task (nr_balance_failed); the threads
+    // keep changing places and each gets two thirds of a CPU.
+    let r = go(r#"
+duration_s = 6
+stop_when_done = false
+[machine.types.a]
+[[machine.clusters]]
+type = "a"
+cores = 2
+[[workload.programs]]
+kind = "parallel"
+threads = 3
+work_ms = 100000
+"#);
+    for t in &r.tasks {
+        assert!(
+            t.migrations >= 10,
+            "task {} moved {} times",
+            t.task,
+            t.migrations
+        );
+        assert!(
+            (t.run_s - 4.0).abs() < 0.1,
+            "task {} ran {} s of 6 s on 2 CPUs (want 4 s)",
+            t.task,
+            t.run_s
+        );
+    }
+}
+
+#[test]
+fn cfs_balances_clusters_by_load_per_cpu_not_speed() {
+    // Twelve spinners on 4 big + 4 little cores (Li et al.'s Figure 9a): the
+    // system level compares the two clusters (its groups) by load per CPU,
+    // so they settle 6 and 6 and rotate within each cluster. CPU time is
+    // even; the work done differs by the speed ratio of the two types.
+    let r = go(r#"
+duration_s = 6
+stop_when_done = false
+scheduler = "cfs"
+machine.preset = "li-asym-4+4"
+[[workload.programs]]
+kind = "parallel"
+threads = 12
+work_ms = 1e7
+"#);
+    let on_big = |t: &hetsched_core::metrics::TaskRow| {
+        t.run_s_by_type.get("big").copied().unwrap_or(0.0) / t.run_s
+    };
+    let big = r.tasks.iter().filter(|t| on_big(t) > 0.9).count();
+    let little = r.tasks.iter().filter(|t| on_big(t) < 0.1).count();
+    assert_eq!((big, little), (6, 6), "threads mostly on big / little");
+    let run: Vec<f64> = r.tasks.iter().map(|t| t.run_s).collect();
+    let (lo, hi) = run
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    assert!((hi - lo) / hi < 0.03, "CPU time spread {lo}..{hi}");
+    let work: Vec<f64> = r.tasks.iter().map(|t| t.work_ms).collect();
+    let (wl, wh) = work
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    assert!((wh / wl - 3.4).abs() < 0.2, "work ratio {}", wh / wl);
+}
+
+#[test]
 fn missing_feature_gives_sigill() {
     let r = go(r#"
 duration_s = 1

@@ -300,9 +300,11 @@ impl Context {
                     )))
                 }
             },
-            other => return Err(PolicyError::new_err(format!(
+            other => {
+                return Err(PolicyError::new_err(format!(
                 "reconfigure: unknown operation \"{other}\"; allowed: offline, online, fuse, split"
-            ))),
+            )))
+            }
         };
         let mechanism = mechanism
             .map(Mechanism::parse)

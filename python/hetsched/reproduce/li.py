@@ -145,9 +145,8 @@ def li_f9(scale: str) -> Outcome:
     if migrations <= THREADS:
         # Explain a static split, which is what makes CPU time unequal.
         placement += (
-            f"; the threads hardly moved ({migrations} migrations): this CFS model, like "
-            "current kernels, leaves a one-task imbalance (2 vs 1 threads per CPU) alone, "
-            "whereas the paper's 2.6.24 kernel kept rotating threads between CPUs"
+            f"; the threads hardly moved ({migrations} migrations), so CPU time could not "
+            "even out between threads that share a CPU and threads that have one alone"
         )
 
     rows = [

@@ -24,10 +24,13 @@
 //!   domains SMT → LLC → node → system: newidle balancing when a CPU is about
 //!   to go idle, nohz idle balancing (a busy CPU with waiting tasks hands one
 //!   to an idle CPU on its tick), and periodic balancing at
-//!   `span_weight` ms × `busy_factor` intervals. The simulator is tickless, so
-//!   periodic balancing runs on the ticks of the CPUs that have waiting tasks —
-//!   the only CPUs from which a pull can take anything — on behalf of the
-//!   least loaded CPU of each domain; migration always respects affinity.
+//!   `span_weight` ms × `busy_factor` intervals, which compares a domain's
+//!   groups (its child domains) by load per CPU, moves `calculate_imbalance`'s
+//!   amount and, after fruitless tries, heavier tasks (`nr_balance_failed`),
+//!   so a one-task imbalance rotates. The simulator is tickless, so periodic
+//!   balancing runs on the ticks of the CPUs that have waiting tasks — the
+//!   only CPUs from which a pull can take anything — on behalf of the least
+//!   loaded CPU of the least loaded group; migration always respects affinity.
 //!
 //! Simplifications, stated: load is the instantaneous sum of weights, not a
 //! PELT average; cache-hot and NUMA-fault heuristics are not modelled; no
@@ -209,6 +212,13 @@ pub struct Cfs {
     se: Vec<Se>,
     levels: Vec<Vec<Level>>,
     next_balance: Vec<Vec<SimTime>>,
+    /// Per CPU and level: periodic balances in a row that found an imbalance
+    /// but no task light enough to move (the kernel's `nr_balance_failed`).
+    balance_failed: Vec<Vec<u32>>,
+    /// Per CPU: when periodic balancing last moved a task to it. Among equally
+    /// loaded CPUs the one that pulled longest ago pulls next, as each CPU
+    /// balancing on its own tick would.
+    last_pull: Vec<SimTime>,
     idle: BTreeSet<CpuId>,
     /// CPUs with two or more tasks (the kernel's "overloaded"): the only
     /// ones newidle balancing can pull from.
@@ -294,6 +304,7 @@ impl Cfs {
             .iter()
             .map(|l| vec![SimTime::ZERO; l.len()])
             .collect();
+        let balance_failed = levels.iter().map(|l| vec![0; l.len()]).collect();
         Ok(Cfs {
             name: full,
             pinned,
@@ -306,6 +317,8 @@ impl Cfs {
             se: Vec::new(),
             levels,
             next_balance,
+            balance_failed,
+            last_pull: vec![SimTime::ZERO; n],
             idle: (0..n).collect(),
             overloaded: BTreeSet::new(),
             llc_span,
@@ -606,6 +619,77 @@ impl Cfs {
         self.sync_tick(cx, dst);
     }
 
+    /// Periodic balancing of one domain from busy `cpu`'s side: the domain's
+    /// groups are its child domains (single CPUs at the lowest level), each
+    /// with its average load per CPU, as in the kernel's
+    /// `find_busiest_group`. If `cpu`'s group is above the domain's average
+    /// and another group below it, return the least loaded CPU of the least
+    /// loaded group and the load to move, `min((src − avg)·n_src,
+    /// (avg − dst)·n_dst)` (`calculate_imbalance`). Ties between groups and
+    /// between CPUs go to the one that pulled longest ago, then the lowest id.
+    fn find_imbalance(&self, cx: &Ctx, cpu: CpuId, span: &[CpuId]) -> Option<(CpuId, u64)> {
+        let size = span.len();
+        // (group key, load, online CPUs, latest pull into the group)
+        let mut groups: Vec<(CpuId, u64, u64, SimTime)> = Vec::new();
+        let mut mine = None;
+        for &c in span {
+            if !cx.online(c) {
+                continue;
+            }
+            let key = self.levels[c]
+                .iter()
+                .rev()
+                .find(|l| l.span.len() < size)
+                .map_or(c, |l| l.span[0]);
+            if c == cpu {
+                mine = Some(key);
+            }
+            groups.push((key, self.rqs[c].load, 1, self.last_pull[c]));
+        }
+        groups.sort_unstable_by_key(|g| g.0);
+        groups.dedup_by(|b, a| {
+            if a.0 == b.0 {
+                a.1 += b.1;
+                a.2 += b.2;
+                a.3 = a.3.max(b.3);
+                true
+            } else {
+                false
+            }
+        });
+        let mine = mine?;
+        let avg = |g: &(CpuId, u64, u64, SimTime)| g.1 * NICE_0_LOAD / g.2;
+        let (load, n) = groups.iter().fold((0, 0), |(l, n), g| (l + g.1, n + g.2));
+        let all = load * NICE_0_LOAD / n.max(1);
+        let src = groups.iter().find(|g| g.0 == mine)?;
+        let dst = groups
+            .iter()
+            .filter(|g| g.0 != mine)
+            .min_by_key(|g| (avg(g), g.3, g.0))?;
+        let (a_src, a_dst) = (avg(src), avg(dst));
+        if a_src <= all || a_dst >= all {
+            return None;
+        }
+        let imbalance = ((a_src - all) * src.2).min((all - a_dst) * dst.2) / NICE_0_LOAD;
+        // The least loaded CPU of that group takes the task(s).
+        let dst_key = dst.0;
+        let target = span
+            .iter()
+            .copied()
+            .filter(|&c| {
+                c != cpu
+                    && cx.online(c)
+                    && self.levels[c]
+                        .iter()
+                        .rev()
+                        .find(|l| l.span.len() < size)
+                        .map_or(c, |l| l.span[0])
+                        == dst_key
+            })
+            .min_by_key(|&c| (self.rqs[c].load, self.last_pull[c], c))?;
+        (imbalance > 0).then_some((target, imbalance))
+    }
+
     /// On the tick of a CPU with waiting tasks: hand one to an idle CPU (nohz
     /// idle balance), then periodic balancing of its domains.
     fn tick_balance(&mut self, cx: &mut Ctx, cpu: CpuId) {
@@ -637,26 +721,18 @@ impl Cfs {
             }
             let lvl = self.levels[cpu][li].clone();
             self.next_balance[cpu][li] = now + SimTime(lvl.interval.0 * self.busy_factor);
-            // The least loaded CPU of the span pulls from this one.
-            let mut dst: Option<(u64, CpuId)> = None;
-            for &c in lvl.span.iter() {
-                if c == cpu || !cx.online(c) {
-                    continue;
-                }
-                let key = (self.rqs[c].load, c);
-                if dst.is_none_or(|d| key < d) {
-                    dst = Some(key);
-                }
-            }
-            let Some((dst_load, dst)) = dst else { continue };
-            let src_load = self.rqs[cpu].load;
-            if src_load <= dst_load {
+            let Some((dst, mut imbalance)) = self.find_imbalance(cx, cpu, &lvl.span) else {
                 continue;
-            }
-            let mut imbalance = (src_load - dst_load) / 2;
+            };
             let mut moved = false;
+            // After `failed` fruitless balances a task counts with its load
+            // halved that many times (`detach_tasks`' shr_bound(load,
+            // nr_balance_failed) > imbalance test): a one-task imbalance is
+            // moved on the second try, and threads keep rotating.
+            let failed = self.balance_failed[cpu][li].min(16);
             while imbalance > 0 && self.rqs[cpu].nr >= 2 {
-                let Some(t) = self.pick_migratable(cx, cpu, dst, imbalance) else {
+                let allowed = imbalance.saturating_mul(1 << failed).min(u64::MAX >> 1);
+                let Some(t) = self.pick_migratable(cx, cpu, dst, allowed) else {
                     break;
                 };
                 imbalance -= self.se[t].weight.min(imbalance);
@@ -664,7 +740,12 @@ impl Cfs {
                 moved = true;
             }
             if moved {
+                self.balance_failed[cpu][li] = 0;
+                self.last_pull[dst] = now;
                 break;
+            }
+            if imbalance > 0 && self.rqs[cpu].nr >= 2 {
+                self.balance_failed[cpu][li] += 1;
             }
         }
     }
