@@ -60,6 +60,14 @@ pub struct DynamicSpec {
     /// IPIs). The papers give no split; 0.5 is an assumption.
     #[serde(default = "d_tlb")]
     pub tlb_share: f64,
+    /// Linux's lazy-TLB mode: a CPU that goes idle keeps the address space it
+    /// last ran and leaves that space's CPU mask at the first TLB shootdown
+    /// it receives (`leave_mm`), so a proxied CPU gets at most one shootdown
+    /// per proxied stretch: `1 − exp(−ipi_per_s × tlb_share × d)` expected
+    /// for a stretch of `d` seconds, instead of the rate times `d`. Off by
+    /// default.
+    #[serde(default)]
+    pub lazy_tlb: bool,
     /// Background RCU callbacks per second per CPU (Chameleon §2.2: 140 for pmake).
     #[serde(default)]
     pub rcu_per_s: f64,
@@ -175,6 +183,8 @@ pub struct DynConfig {
     pub ipi_per_s: f64,
     /// Share of TLB shootdowns among them.
     pub tlb_share: f64,
+    /// Lazy-TLB mode (see [`DynamicSpec::lazy_tlb`]).
+    pub lazy_tlb: bool,
     /// RCU callbacks per second per CPU.
     pub rcu_per_s: f64,
     /// Proxy handling cost per IPI.
@@ -363,6 +373,7 @@ pub fn build(spec: &DynamicSpec, m: &Machine) -> Result<DynConfig, SimError> {
         mechanism,
         ipi_per_s: spec.ipi_per_s,
         tlb_share: spec.tlb_share,
+        lazy_tlb: spec.lazy_tlb,
         rcu_per_s: spec.rcu_per_s,
         proxy_ipi: SimTime::from_ns_f64(spec.proxy_ipi_us * 1e3),
         rule,

@@ -120,6 +120,35 @@ fn a_proxy_handles_the_tlb_shootdowns_of_the_cpus_it_stands_in_for() {
 }
 
 #[test]
+fn a_split_object_accounts_its_proxied_stretch_and_lazy_tlb_caps_the_shootdowns() {
+    // Fuse 0-3 at 0 (proxied from 254 µs), split at 100 ms: the proxied
+    // stretch ends when the teardown starts, 99.746 ms per CPU. Shootdowns at
+    // 20/s: 3 × 20 × 0.099746 without lazy TLB; with it each CPU gets at most
+    // one, 3 × (1 − e^(−20 × 0.099746)).
+    let text = |lazy: bool| {
+        format!(
+            "duration_s = 1\nstop_when_done = false\n{}\n[dynamic]\nipi_per_s = 40\ntlb_share = 0.5\nlazy_tlb = {lazy}\n[[dynamic.fusion]]\nlevel = 4\nspeedup = {{ default = 2.0 }}\n[[dynamic.events]]\nat_ms = 0\nop = \"fuse\"\ncpus = [0, 1, 2, 3]\n[[dynamic.events]]\nat_ms = 100\nop = \"split\"\ncpus = [0]\n",
+            FOUR.replace("duration_s = 2\n", "")
+        )
+    };
+    let stretch = 0.1 - 0.000254;
+    let r = go(&text(false));
+    let d = r.dynamic.as_ref().unwrap();
+    for c in 1..4 {
+        assert!((d.proxies[c].proxied_s - stretch).abs() < 1e-9, "cpu {c}");
+    }
+    assert!((d.proxies[0].ipis_handled - 60.0 * stretch).abs() < 1e-6);
+    let r = go(&text(true));
+    let d = r.dynamic.as_ref().unwrap();
+    let lazy = 3.0 * (1.0 - (-20.0 * stretch).exp());
+    assert!(
+        (d.proxies[0].ipis_handled - lazy).abs() < 1e-9,
+        "{}",
+        d.proxies[0].ipis_handled
+    );
+}
+
+#[test]
 fn deferred_hotplug_proxies_first_then_hotplugs_a_lasting_configuration() {
     let text = format!(
         "{FOUR}{}\n[dynamic]\nmechanism = \"deferred-hotplug\"\ndeferred_threshold_ms = 50\n[[dynamic.fusion]]\nlevel = 2\nspeedup = {{ default = 1.5 }}\n[[dynamic.events]]\nat_ms = 0\nop = \"fuse\"\ncpus = [2, 3]\n",

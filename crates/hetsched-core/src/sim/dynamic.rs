@@ -530,6 +530,16 @@ impl Engine {
             ReconfigOp::Split(r) => Some(*r),
             _ => None,
         };
+        // A proxy stops standing in when its teardown starts: account the
+        // proxied stretch now, before the CPU's mode says "in transition".
+        if !st.deferred {
+            for &c in &st.targets {
+                let d = self.dynm.as_ref().expect("dynamic state");
+                if matches!(d.mode[c], Mode::Proxied { .. }) {
+                    self.dyn_end_proxy(c);
+                }
+            }
+        }
         {
             let d = self.dynm.as_mut().expect("dynamic state");
             if let ReconfigOp::Fuse(c) = &st.op {
@@ -828,8 +838,15 @@ impl Engine {
         d.proxies[cpu].proxied_s += dur;
         // A proxied CPU runs the idle thread: no task is placed on it, so it
         // is sent no rescheduling IPIs; TLB shootdowns for the address space
-        // it last ran still arrive and are handled by the proxy.
-        let ipis = d.cfg.ipi_per_s * d.cfg.tlb_share * dur;
+        // it last ran still arrive and are handled by the proxy. In lazy-TLB
+        // mode the first of them makes it leave that address space: at most
+        // one per stretch (the expected count, so runs stay deterministic).
+        let rate = d.cfg.ipi_per_s * d.cfg.tlb_share;
+        let ipis = if d.cfg.lazy_tlb {
+            1.0 - (-rate * dur).exp()
+        } else {
+            rate * dur
+        };
         d.proxies[cpu].rcu_avoided += d.cfg.rcu_per_s * dur;
         d.proxies[by].ipis_handled += ipis;
         let cost = SimTime::from_ns_f64(ipis * d.cfg.proxy_ipi.0 as f64);
