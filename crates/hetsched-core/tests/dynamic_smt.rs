@@ -251,3 +251,154 @@ fn bad_smt_configurations_name_their_path() {
         "{e}"
     );
 }
+
+/// Three 100 ms threads asking for a core (level 2) with weights `wa`,
+/// 1.5 and `wc` on two cores of two hyperthreads (SMT factor 0.5), tick
+/// 4 ms, min granularity 16 ms, `chameleon[smt=on]` (mechanism halt).
+fn smt_mode(wa: f64, wc: f64) -> RunResults {
+    go(&format!(
+        r#"
+duration_s = 2
+scheduler = "chameleon[smt=on, objects=A:2:1:{wa} B:2:1:1.5 C:2:1:{wc}]"
+[machine]
+tick_hz = 250
+migration.enabled = false
+[machine.types.ht]
+capacity = 1024
+smt_factor = 0.5
+[[machine.clusters]]
+type = "ht"
+cores = 2
+smt = 2
+[[workload.programs]]
+name = "A"
+kind = "sequential"
+work_ms = 100
+[[workload.programs]]
+name = "B"
+kind = "sequential"
+work_ms = 100
+[[workload.programs]]
+name = "C"
+kind = "sequential"
+work_ms = 100
+[dynamic]
+fusion_rule = "siblings"
+[[dynamic.fusion]]
+level = 2
+speedup = {{ default = 1.0 }}
+"#
+    ))
+}
+
+fn smt_ops(r: &RunResults) -> Vec<(&'static str, Vec<usize>, f64)> {
+    r.dynamic
+        .as_ref()
+        .unwrap()
+        .reconfigs
+        .iter()
+        .map(|x| (x.op, x.cpus.clone(), (x.start_s * 1e6).round() / 1e3))
+        .collect()
+}
+
+#[test]
+fn smt_mode_gives_cores_to_the_threads_that_gain_most_hand_worked() {
+    // The threads arrive one after another at t = 0 and each is placed and
+    // granted as it comes. With N runnable threads on C = 2 cores of H = 2
+    // hyperthreads, K = min(C, (H·C − N)/(H − 1)) threads may have a core.
+    // * A (N = 1, K = 2): granted; placed on cpu 0; picked, its sibling is
+    //   idle with an empty queue: fuse [0, 1] (halt, 2 µs).
+    // * B (N = 2, K = 2): granted; core 0 is kept for A, so cpu 2; fuse
+    //   [2, 3].
+    // * C (N = 3, K = 1): only A (weight 2.0 > 1.5 > 1.2) keeps a grant.
+    //   Core 1 is the one left; cpu 3 is lent to B's object, so C queues on
+    //   cpu 2. B's object has lost its grant: it splits at its first tick
+    //   once it has run 16 ms (fused at 2 µs: the tick of 20 ms).
+    // * C's vruntime (0) is 16 ms behind B's at 20 ms: C runs on cpu 2; when
+    //   the split completes (20.003 ms) B goes to the freed cpu 3. B and C
+    //   share core 1 at half speed; A runs alone: 100 ms + 2 µs.
+    // * A exits (N = 2, K = 2): B keeps core 1 and fuses [3, 2] at its next
+    //   tick (104 ms); C moves to core 0 and fuses [0, 1] once it has run
+    //   there 16 ms natively (120 ms). Both then run alone: B has 40 ms of
+    //   work left and ends near 140 ms, C near 160 ms.
+    let r = smt_mode(2.0, 1.2);
+    assert_eq!(
+        smt_ops(&r)[..6],
+        [
+            ("fuse", vec![0, 1], 0.0),
+            ("fuse", vec![2, 3], 0.0),
+            ("split", vec![2, 3], 20.0),
+            ("split", vec![0, 1], 100.002),
+            ("fuse", vec![3, 2], 104.0),
+            ("fuse", vec![0, 1], 120.0),
+        ],
+        "{:?}",
+        smt_ops(&r)
+    );
+    assert!(r
+        .dynamic
+        .as_ref()
+        .unwrap()
+        .reconfigs
+        .iter()
+        .all(|x| x.mechanism == "halt"));
+    assert!((completion(&r, "A") - 0.100002).abs() < 1e-9);
+    assert!(
+        (completion(&r, "B") - 0.140).abs() < 2e-5,
+        "{}",
+        completion(&r, "B")
+    );
+    assert!(
+        (completion(&r, "C") - 0.160).abs() < 2e-5,
+        "{}",
+        completion(&r, "C")
+    );
+}
+
+#[test]
+fn smt_mode_ranks_by_weight_not_by_arrival() {
+    // Same threads, C now the heaviest (2.0 > 1.5 > 1.2 for A). When C
+    // arrives it is the one granted: it is placed on cpu 1 (both cores are
+    // kept, cpu 1 is the lowest of the least loaded), A — running on cpu 0,
+    // C's core now — is moved to core 1 (its object splits as it leaves),
+    // and C fuses [1, 0] as soon as A's split completes (5 µs). C ends
+    // first, just after 100 ms; A moved twice (to core 1, then back to the
+    // core C freed).
+    let r = smt_mode(1.2, 2.0);
+    let ops = smt_ops(&r);
+    assert_eq!(
+        ops[2..4],
+        [("split", vec![0, 1], 0.002), ("fuse", vec![1, 0], 0.005)],
+        "{ops:?}"
+    );
+    let c = completion(&r, "C");
+    assert!((c - 0.100007).abs() < 1e-9, "{c}");
+    assert!(completion(&r, "A") > c && completion(&r, "B") > c);
+    assert_eq!(r.tasks[0].migrations, 2);
+    assert_eq!(r.tasks[2].migrations, 0);
+}
+
+#[test]
+fn smt_mode_parameters_are_checked() {
+    let e = err(&format!(
+        "scheduler = \"chameleon[smt=on, objects=a:2:1]\"\n{FOUR}{}",
+        pinned("a", 0, 10.0)
+    ));
+    assert!(
+        e.contains("chameleon[smt]") && e.contains("no SMT siblings"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "scheduler = \"chameleon[smt=on, nodes=on, objects=a:2:1]\"\n{SMT}{}",
+        pinned("a", 0, 10.0)
+    ));
+    assert!(
+        e.contains("chameleon[smt]") && e.contains("nodes=on"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "scheduler = \"chameleon[smt=maybe]\"\n{SMT}{}",
+        pinned("a", 0, 10.0)
+    ));
+    assert!(e.contains("smt"), "{e}");
+}
