@@ -918,7 +918,9 @@ impl Chameleon {
     /// then the lowest id. Cores kept for others come last.
     fn smt_select(&self, cx: &Ctx, t: TaskId, prev: Option<CpuId>) -> CpuId {
         let aff = cx.task(t).affinity.clone();
-        let mut best: Option<((bool, usize, usize, bool, CpuId), CpuId)> = None;
+        // (kept for another, threads on the core, on the cpu, not prev, id)
+        type Key = (bool, usize, usize, bool, CpuId);
+        let mut best: Option<Key> = None;
         for c in 0..cx.ncpus() {
             if !aff.contains(c) || !(cx.online(c) || self.lent[c]) {
                 continue;
@@ -934,11 +936,11 @@ impl Chameleon {
                 prev != Some(c),
                 c,
             );
-            if best.is_none_or(|(b, _)| key < b) {
-                best = Some((key, c));
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
             }
         }
-        best.map(|(_, c)| c).unwrap_or(cx.task(t).cpu)
+        best.map(|k| k.4).unwrap_or(cx.task(t).cpu)
     }
 
     /// Recompute which threads get a core of their own and place the others.
