@@ -8,6 +8,13 @@
 //! be fused into one faster execution context (`fuse`, undone by `split`),
 //! each through a mechanism whose cost model is [`crate::hw::reconfig`]. The
 //! engine side is `sim::dynamic`; `docs/dynamic.md` describes the semantics.
+//!
+//! Hardware whose disabled contexts still take interrupts (Chameleon §4.1,
+//! last paragraph) reconfigures with the `halt` mechanism instead of proxies:
+//! a physical core as an object of its SMT siblings (`fusion_rule =
+//! "siblings"`: activating it idles the other hyperthreads, so the thread runs
+//! un-shared) or a Turbo-Boost-like group whose other CPUs sleep while the
+//! representative runs at the level's speedup.
 
 use crate::error::at;
 use crate::error::SimError;
@@ -77,9 +84,17 @@ pub struct DynamicSpec {
     pub proxy_ipi_us: f64,
     /// Which CPUs may fuse: `contiguous` (consecutive ids within a node, as
     /// Chameleon's emulation), `aligned` (also starting at a multiple of the
-    /// level) or `any` (any CPUs of one node).
+    /// level), `any` (any CPUs of one node) or `siblings` (SMT siblings of
+    /// one physical core, the first listed representing the object: a core
+    /// as a dynamic processor, Chameleon §5.5).
     #[serde(default = "d_rule")]
     pub fusion_rule: String,
+    /// Mechanism `halt`: time to wake a halted CPU, µs — the exit latency of
+    /// the sleep state it waits in (default 3, Linux `intel_idle`'s C1 on
+    /// Nehalem/Westmere; a core parked for a Turbo-Boost-like speedup sleeps
+    /// deeper: C3 20, C6 200 in the same table).
+    #[serde(default = "halt_exit_default")]
+    pub halt_exit_us: f64,
     /// Fusion levels (number of CPUs fused) and the speedup of each workload
     /// class on a fused context of that level, over one native CPU.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -116,6 +131,10 @@ pub struct ReconfigEventSpec {
     pub mechanism: Option<String>,
 }
 
+fn halt_exit_default() -> f64 {
+    ReconfigCosts::default().halt_exit_us
+}
+
 /// Which CPUs may fuse.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum FusionRule {
@@ -125,6 +144,20 @@ pub enum FusionRule {
     Aligned,
     /// Any CPUs of one node.
     Any,
+    /// SMT siblings of one physical core (any order; the first represents).
+    Siblings,
+}
+
+impl FusionRule {
+    /// Name used in scenarios.
+    pub fn name(self) -> &'static str {
+        match self {
+            FusionRule::Contiguous => "contiguous",
+            FusionRule::Aligned => "aligned",
+            FusionRule::Any => "any",
+            FusionRule::Siblings => "siblings",
+        }
+    }
 }
 
 /// A reconfiguration operation.
@@ -198,6 +231,17 @@ pub struct DynConfig {
 }
 
 impl DynConfig {
+    /// Expected TLB shootdowns an idle (proxied or halted) CPU receives over
+    /// `dur` seconds: the shootdown rate times `dur`, or with lazy TLB at
+    /// most one, `1 − exp(−rate × dur)`.
+    pub fn shootdowns(&self, dur: f64) -> f64 {
+        let rate = self.ipi_per_s * self.tlb_share;
+        if self.lazy_tlb {
+            1.0 - (-rate * dur).exp()
+        } else {
+            rate * dur
+        }
+    }
     /// The speedup of class `class` on a fused object of `level` CPUs.
     pub fn fused_speedup(&self, level: usize, class: usize) -> f64 {
         self.fusion
@@ -242,6 +286,15 @@ impl DynConfig {
         let contiguous = cpus.windows(2).all(|w| w[1] == w[0] + 1);
         match self.rule {
             FusionRule::Any => {}
+            FusionRule::Siblings => {
+                let core = m.cpus[cpus[0]].core;
+                if let Some(&c) = cpus.iter().find(|&&c| m.cpus[c].core != core) {
+                    return Err(format!(
+                        "cpus {cpus:?} are not SMT siblings of one core (fusion_rule = \"siblings\"): cpu {c} is on core {} but cpu {} on core {core}",
+                        m.cpus[c].core, cpus[0]
+                    ));
+                }
+            }
             FusionRule::Contiguous if !contiguous => {
                 return Err(format!(
                     "cpus {cpus:?} are not contiguous (fusion_rule = \"contiguous\": consecutive ids, lowest first)"
@@ -308,13 +361,36 @@ pub fn build(spec: &DynamicSpec, m: &Machine) -> Result<DynConfig, SimError> {
         "contiguous" => FusionRule::Contiguous,
         "aligned" => FusionRule::Aligned,
         "any" => FusionRule::Any,
+        "siblings" => FusionRule::Siblings,
         other => {
             return Err(at(
                 "dynamic.fusion_rule",
-                format!("unknown fusion rule \"{other}\"; allowed: contiguous, aligned, any"),
+                format!(
+                    "unknown fusion rule \"{other}\"; allowed: contiguous, aligned, any, siblings"
+                ),
             ))
         }
     };
+    // Hardware threads of the widest core (1 without SMT).
+    let max_core = m
+        .cpus
+        .iter()
+        .map(|c| c.siblings.len() + 1)
+        .max()
+        .unwrap_or(1);
+    if rule == FusionRule::Siblings && max_core < 2 {
+        return Err(at(
+            "dynamic.fusion_rule",
+            "\"siblings\" fuses the SMT siblings of a core, but no core of the machine has more than one hardware thread (give the clusters smt = 2, or cpus a shared core)",
+        ));
+    }
+    if !spec.halt_exit_us.is_finite() || !(0.0..=1e6).contains(&spec.halt_exit_us) {
+        return Err(at(
+            "dynamic.halt_exit_us",
+            format!("{} is out of range; allowed 0 to 1e6 µs", spec.halt_exit_us),
+        ));
+    }
+    costs.halt_exit_us = spec.halt_exit_us;
     let max_node = {
         let mut per: BTreeMap<u32, usize> = BTreeMap::new();
         for c in &m.cpus {
@@ -336,6 +412,12 @@ pub fn build(spec: &DynamicSpec, m: &Machine) -> Result<DynConfig, SimError> {
             return Err(at(
                 format!("{p}.level"),
                 format!("{level} cpus is larger than any node of the machine (largest node: {max_node} cpus)"),
+            ));
+        }
+        if rule == FusionRule::Siblings && level > max_core {
+            return Err(at(
+                format!("{p}.level"),
+                format!("{level} cpus is more than any core's hardware threads (fusion_rule = \"siblings\"; the widest core has {max_core})"),
             ));
         }
         if fusion.iter().any(|(l, _)| *l == level) {

@@ -427,6 +427,10 @@ impl NodeManager {
             FusionRule::Any => true,
             FusionRule::Contiguous => contiguous,
             FusionRule::Aligned => contiguous && b[0].is_multiple_of(size),
+            // The manager knows ids, not cores: clusters number a core's
+            // hyperthreads consecutively from a multiple of the SMT width,
+            // so a core is an aligned block.
+            FusionRule::Siblings => contiguous && b[0].is_multiple_of(size),
         }
     }
 

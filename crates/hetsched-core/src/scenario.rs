@@ -525,6 +525,12 @@ pub struct ProgramSpec {
     /// Uniform relative jitter of compute and sleep times, [0, 1).
     #[serde(default)]
     pub jitter: f64,
+    /// This program's speed while the other hardware thread of its core is
+    /// busy, relative to running alone on the core, (0, 1]; overrides the CPU
+    /// type's `smt_factor` for its threads (programs differ in how much they
+    /// lose to a sharing sibling). Default: the type's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt_factor: Option<f64>,
 }
 
 /// A step of a program's `nice_schedule`.
@@ -1582,6 +1588,14 @@ pub(crate) fn build_workload(
             0.999_999,
             "0 <= jitter < 1",
         )?;
+        if let Some(f) = p.smt_factor {
+            if !(f.is_finite() && f > 0.0 && f <= 1.0) {
+                return Err(at(
+                    format!("{base}.smt_factor"),
+                    format!("{f} is out of range; allowed (0, 1]"),
+                ));
+            }
+        }
         let affinity = match &p.affinity {
             None => CpuSet::All,
             Some(list) => {
@@ -1639,6 +1653,7 @@ pub(crate) fn build_workload(
             miss_ratio: p.miss_ratio,
             working_set_kb: p.working_set_kb,
             feature,
+            smt_factor: p.smt_factor,
         };
         let mut params = vec![base_params.clone()];
         let name = p.name.clone().unwrap_or_else(|| format!("p{i}"));

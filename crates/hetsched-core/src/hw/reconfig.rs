@@ -38,6 +38,12 @@
 //!   offline (fuse) only; splitting does not reprogram it (as Linux hotplug
 //!   does not). With `ProxyLogical` the proxied CPU's logical APIC id is added
 //!   to the proxying CPU's mask (renaming), so no IOAPIC access is needed.
+//! * [`Mechanism::Halt`] — for hardware whose disabled contexts can still
+//!   receive interrupts (Chameleon §4.1, last paragraph): no proxy, no IOAPIC.
+//!   A CPU leaves by being switched to the idle thread, which halts it in a
+//!   sleep state (a hyperthread whose sibling then runs un-shared; a core
+//!   parked so that another runs at a Turbo-Boost-like speed); it still takes
+//!   its own interrupts. It comes back by waking from that sleep state.
 
 use std::fmt;
 
@@ -54,16 +60,21 @@ pub enum Mechanism {
     ProxyApic,
     /// Processor proxies with logical-address renaming.
     ProxyLogical,
+    /// Halting: the CPUs sleep in the idle thread and still take their own
+    /// interrupts, so no proxy is needed (SMT siblings, Turbo-Boost-like
+    /// parking).
+    Halt,
 }
 
 impl Mechanism {
     /// Every mechanism, in registry order.
-    pub const ALL: [Mechanism; 5] = [
+    pub const ALL: [Mechanism; 6] = [
         Mechanism::ProxyApic,
         Mechanism::ProxyLogical,
         Mechanism::Hotplug,
         Mechanism::ParallelHotplug,
         Mechanism::DeferredHotplug,
+        Mechanism::Halt,
     ];
     /// Name used in scenarios and policy parameters.
     pub fn name(self) -> &'static str {
@@ -73,6 +84,7 @@ impl Mechanism {
             Mechanism::DeferredHotplug => "deferred-hotplug",
             Mechanism::ProxyApic => "proxy-apic",
             Mechanism::ProxyLogical => "proxy-logical",
+            Mechanism::Halt => "halt",
         }
     }
     /// Every name, for error messages.
@@ -210,6 +222,20 @@ pub struct ReconfigCosts {
     /// hotplug runs, µs. Not from the papers (HotOS §4.2 gives no value);
     /// 100 ms, a few scheduling periods.
     pub deferred_threshold_us: f64,
+    /// Halting one CPU (mechanism `halt`), µs: a rescheduling IPI tells it to
+    /// switch to the idle thread, which enters a sleep state. Not measured in
+    /// the papers; an assumption taken equal to a proxy creation (2 µs,
+    /// Chameleon Table 4), which does the same notification and switch to
+    /// the idle thread and in addition redirects the CPU's IPIs — so an
+    /// upper bound. CPUs are halted one after another, as proxies are made.
+    pub halt_enter_us: f64,
+    /// Waking one halted CPU (mechanism `halt`), µs: the exit latency of
+    /// its sleep state. Default 3 µs, Linux `intel_idle`'s C1 exit latency
+    /// on Nehalem/Westmere (Chameleon's Xeon X5650), the state an idle
+    /// hyperthread sits in. A Turbo-Boost-like configuration parks cores in a
+    /// deeper state (C3: 20 µs, C6: 200 µs in the same table); scenarios set
+    /// it with `dynamic.halt_exit_us`.
+    pub halt_exit_us: f64,
 }
 
 impl Default for ReconfigCosts {
@@ -248,6 +274,8 @@ impl Default for ReconfigCosts {
             proxy_teardown_apic_us: 20.0,
             proxy_teardown_logical_us: 1.5,
             deferred_threshold_us: 100_000.0,
+            halt_enter_us: proxy_create_us,
+            halt_exit_us: 3.0,
         }
     }
 }
@@ -315,6 +343,8 @@ impl ReconfigCosts {
             ("proxy_teardown_apic_us", self.proxy_teardown_apic_us),
             ("proxy_teardown_logical_us", self.proxy_teardown_logical_us),
             ("deferred_threshold_us", self.deferred_threshold_us),
+            ("halt_enter_us", self.halt_enter_us),
+            ("halt_exit_us", self.halt_exit_us),
         ];
         for (name, v) in fields {
             if !v.is_finite() || !(0.0..=1e9).contains(&v) {
@@ -418,6 +448,17 @@ impl ReconfigCosts {
             (Mechanism::ProxyLogical, Direction::Online) => {
                 for _ in 0..count {
                     v.push(local("proxy-teardown", self.proxy_teardown_logical_us));
+                }
+            }
+            // No proxy and no IOAPIC: the CPUs still take their interrupts.
+            (Mechanism::Halt, Direction::Offline) => {
+                for _ in 0..count {
+                    v.push(local("halt", self.halt_enter_us));
+                }
+            }
+            (Mechanism::Halt, Direction::Online) => {
+                for _ in 0..count {
+                    v.push(local("wake", self.halt_exit_us));
                 }
             }
         }
@@ -546,6 +587,21 @@ mod tests {
             .steps(Mechanism::ProxyApic, Direction::Online, 3, 21)
             .iter()
             .all(|s| s.name != "ioapic-reprogram"));
+    }
+
+    #[test]
+    fn halting_needs_no_proxy_and_no_ioapic() {
+        let c = ReconfigCosts::default();
+        assert!(!Mechanism::Halt.uses_proxies());
+        // One sibling halted: 2 µs; three parked cores: 3 × 2 µs; waking
+        // three from C1: 3 × 3 µs.
+        assert_eq!(c.latency_us(Mechanism::Halt, Direction::Offline, 1, 8), 2.0);
+        assert_eq!(c.latency_us(Mechanism::Halt, Direction::Offline, 3, 8), 6.0);
+        assert_eq!(c.latency_us(Mechanism::Halt, Direction::Online, 3, 5), 9.0);
+        let steps = c.steps(Mechanism::Halt, Direction::Offline, 3, 8);
+        assert!(steps
+            .iter()
+            .all(|s| s.kind == StepKind::Local && s.name == "halt"));
     }
 
     #[test]

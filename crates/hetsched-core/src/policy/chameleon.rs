@@ -38,6 +38,19 @@
 //! moves the thread to its new representative and re-records its borrowed
 //! vruntimes from the new CPUs' run queues. A thread's exit releases its
 //! object; `notify=off` keeps the freed CPUs idle (Figure 6's "3*").
+//!
+//! SMT mode (`smt=on`, Chameleon §5.5): every physical core is an execution
+//! object of its hyperthreads; activating it (mechanism `halt`: no proxy,
+//! the siblings run the idle thread and keep taking their interrupts) lets
+//! the thread run un-shared. A thread asks for the object with its weight —
+//! the speedup it gets alone on a core. Of the runnable threads of a node,
+//! the `K` of highest weight are given a core of their own, where `K` is as
+//! many as the node can spare while the others still get a hardware thread
+//! each (`K ≤ (H·C − N) / (H − 1)` for `N` threads on `C` cores of `H`
+//! hyperthreads); the others are placed on the remaining cores' hyperthreads.
+//! A granted thread activates its core by the cluster scheduler's rule
+//! above; a thread that loses its grant splits at its next tick after
+//! `min_granularity`. See [`Chameleon::smt_rebalance`].
 
 use super::{Ctx, EnqFlags, Kind, ParamDef, PolicyInfo, PolicySpec, Scheduler};
 use crate::dynamic::{ReconfigOp, Reconfigured};
@@ -79,6 +92,11 @@ fn params() -> Vec<ParamDef> {
             name: "notify",
             default: "on",
             doc: "with nodes=on: a thread's exit notifies its node manager, which gives the freed CPUs to objects that got fewer than they asked for (off: they stay idle until the next request)",
+        },
+        ParamDef {
+            name: "smt",
+            default: "off",
+            doc: "SMT mode (on/off): each physical core is an object of its hyperthreads (scenario: fusion_rule = \"siblings\"; mechanism halt by default); the runnable threads of highest weight (their alone-on-core speedup) get un-shared cores, as many as the node can spare",
         },
         ParamDef {
             name: "min_granularity_ms",
@@ -147,6 +165,10 @@ pub struct Chameleon {
     pending_move: BTreeMap<TaskId, CpuId>,
     /// Threads whose exit the managers were told.
     released: BTreeSet<TaskId>,
+    /// SMT mode: cores are the objects.
+    smt: bool,
+    /// SMT mode: threads granted a core of their own.
+    smt_grant: BTreeSet<TaskId>,
 }
 
 impl Chameleon {
@@ -154,7 +176,12 @@ impl Chameleon {
     pub fn from_params(ps: &PolicySpec, m: &Machine) -> Result<Chameleon, String> {
         let defs = params();
         let p = super::Params::new("chameleon", &ps.params, &defs)?;
-        let mechanism = Mechanism::parse(&p.choice("mechanism", &Mechanism::names())?)?;
+        let smt = p.bool("smt")?;
+        let mut mechanism = Mechanism::parse(&p.choice("mechanism", &Mechanism::names())?)?;
+        if smt && !p.given("mechanism") {
+            // Hyperthreads still take interrupts when idle: no proxy needed.
+            mechanism = Mechanism::Halt;
+        }
         let min_gran = p.f64("min_granularity_ms", 0.0, 1e4)?;
         let mut by_program = BTreeMap::new();
         let raw = ps.params.get("objects").cloned().unwrap_or_default();
@@ -202,6 +229,15 @@ impl Chameleon {
         if p.given("notify") && !nodes_on {
             return Err("chameleon[notify]: only meaningful with nodes=on".to_string());
         }
+        if smt && nodes_on {
+            return Err(
+                "chameleon[smt]: SMT mode allocates cores itself; it does not combine with nodes=on"
+                    .to_string(),
+            );
+        }
+        if smt && m.cpus.iter().all(|c| c.siblings.is_empty()) {
+            return Err("chameleon[smt]: the machine has no SMT siblings (no core has more than one hardware thread)".to_string());
+        }
         Ok(Chameleon {
             name: if ps.params.is_empty() {
                 "chameleon".into()
@@ -228,6 +264,8 @@ impl Chameleon {
             managed: BTreeMap::new(),
             pending_move: BTreeMap::new(),
             released: BTreeSet::new(),
+            smt,
+            smt_grant: BTreeSet::new(),
         })
     }
 
@@ -252,6 +290,9 @@ impl Chameleon {
 
     /// The CPUs an object of `level` represented by `cpu` borrows.
     fn borrowed(&self, cx: &Ctx, cpu: CpuId, level: usize) -> Option<Vec<CpuId>> {
+        if self.smt {
+            return self.smt_borrowed(cx, cpu, level);
+        }
         if self.nodes_on {
             return None;
         }
@@ -303,6 +344,9 @@ impl Chameleon {
         };
         if self.nodes_on {
             self.try_activate_managed(cx, t, cpu);
+            return;
+        }
+        if self.smt && !self.smt_grant.contains(&t) {
             return;
         }
         let mut level = if self.levels.contains(&w.level) {
@@ -616,6 +660,9 @@ impl Scheduler for Chameleon {
     }
 
     fn select_cpu(&mut self, cx: &mut Ctx, t: TaskId, prev: Option<CpuId>, _f: EnqFlags) -> CpuId {
+        if self.smt {
+            return self.smt_select(cx, t, prev);
+        }
         if let Some(&r) = self.managed.get(&t).and_then(|(_, o)| o.first()) {
             if cx.online(r) && !self.lent[r] && cx.task(t).affinity.contains(r) {
                 self.pending_move.remove(&t);
@@ -674,7 +721,9 @@ impl Scheduler for Chameleon {
                     .collect();
                 self.borrow_vr[t] = m;
             }
-        } else if matches!(f, EnqFlags::New | EnqFlags::Wakeup) {
+        } else if matches!(f, EnqFlags::New | EnqFlags::Wakeup)
+            || (self.smt && f != EnqFlags::Preempted)
+        {
             if let Some(w) = self.want_of(cx, t) {
                 let mut m = BTreeMap::new();
                 if let Some(b) = self.borrowed(cx, cpu, self.effective_level(w)) {
@@ -692,6 +741,9 @@ impl Scheduler for Chameleon {
             if self.vruntime[t] + self.min_gran.0 < self.vruntime[cur] {
                 cx.resched(cpu);
             }
+        }
+        if self.smt && matches!(f, EnqFlags::New | EnqFlags::Wakeup) {
+            self.smt_rebalance(cx, None);
         }
     }
 
@@ -720,9 +772,13 @@ impl Scheduler for Chameleon {
         }
     }
 
-    fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, _runnable: bool) {
+    fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, runnable: bool) {
         self.account(cx, t, cpu);
         self.rqs[cpu].curr = None;
+        if self.smt && !runnable {
+            // It sleeps or exits: its core may go to another thread.
+            self.smt_rebalance(cx, Some(t));
+        }
         match self.obj[cpu] {
             Some(Obj::Active { .. }) => {
                 cx.reconfigure(ReconfigOp::Split(cpu), Some(self.mechanism));
@@ -738,15 +794,18 @@ impl Scheduler for Chameleon {
         self.reap_exits(cx);
         self.account(cx, t, cpu);
         match self.obj[cpu] {
-            Some(Obj::Active { since, level }) => {
+            Some(Obj::Active { since, .. }) => {
                 if cx.now.since(since) < self.min_gran {
                     return;
                 }
-                let eligible = (cpu + 1..cpu + level).any(|c| {
-                    self.rqs[c].queue.first().is_some_and(|&(v, _)| {
-                        (v as f64) < self.borrow_vr[t].get(&c).copied().unwrap_or(f64::INFINITY)
-                    })
-                });
+                // SMT mode: a thread that lost its grant gives the core back.
+                let revoked = self.smt && !self.smt_grant.contains(&t);
+                let eligible = revoked
+                    || self.objcpus[cpu].iter().any(|&c| {
+                        self.rqs[c].queue.first().is_some_and(|&(v, _)| {
+                            (v as f64) < self.borrow_vr[t].get(&c).copied().unwrap_or(f64::INFINITY)
+                        })
+                    });
                 if eligible {
                     cx.reconfigure(ReconfigOp::Split(cpu), Some(self.mechanism));
                     self.obj[cpu] = Some(Obj::Splitting);
@@ -788,6 +847,10 @@ impl Scheduler for Chameleon {
                 for c in std::mem::take(&mut self.objcpus[r]) {
                     self.lent[c] = false;
                 }
+                if self.smt {
+                    // The freed hyperthreads may take threads again.
+                    self.smt_rebalance(cx, None);
+                }
                 self.obj[r] = match cx.current(r) {
                     Some(t) if self.want_of_cached(t).is_some() => Some(Obj::Native(cx.now)),
                     _ => None,
@@ -796,6 +859,257 @@ impl Scheduler for Chameleon {
                     self.do_moves(cx);
                 }
             }
+            _ => {}
+        }
+    }
+}
+
+/// SMT mode (`smt=on`, Chameleon §5.5): cores as execution objects of their
+/// hyperthreads, given to the threads that gain the most from running alone.
+impl Chameleon {
+    /// The other hyperthreads of `cpu`'s core, in id order, as many as an
+    /// object of `level` borrows (None: not a configured level, or the core
+    /// is narrower).
+    fn smt_borrowed(&self, cx: &Ctx, cpu: CpuId, level: usize) -> Option<Vec<CpuId>> {
+        if !self.levels.contains(&level) {
+            return None;
+        }
+        let mut sib = cx.machine.cpus[cpu].siblings.clone();
+        sib.sort_unstable();
+        if sib.len() + 1 < level {
+            return None;
+        }
+        sib.truncate(level - 1);
+        Some(sib)
+    }
+
+    /// The hyperthreads of `cpu`'s core, `cpu` included, in id order.
+    fn smt_core(cx: &Ctx, cpu: CpuId) -> Vec<CpuId> {
+        let mut v = cx.machine.cpus[cpu].siblings.clone();
+        v.push(cpu);
+        v.sort_unstable();
+        v
+    }
+
+    /// Threads on `c` (running or queued), `t` not counted.
+    fn smt_load(&self, cx: &Ctx, c: CpuId, t: TaskId) -> usize {
+        self.rqs[c].queue.iter().filter(|&&(_, u)| u != t).count()
+            + usize::from(cx.current(c).is_some_and(|u| u != t))
+    }
+
+    /// Whether `c`'s core is kept for a granted thread other than `t` (or
+    /// lent to an object).
+    fn smt_reserved(&self, cx: &Ctx, c: CpuId, t: TaskId) -> bool {
+        Self::smt_core(cx, c).into_iter().any(|x| {
+            self.lent[x]
+                || cx
+                    .current(x)
+                    .is_some_and(|u| u != t && self.smt_grant.contains(&u))
+                || self.rqs[x]
+                    .queue
+                    .iter()
+                    .any(|&(_, u)| u != t && self.smt_grant.contains(&u))
+        })
+    }
+
+    /// Placement in SMT mode (as Linux's `select_idle_core` prefers idle
+    /// cores): an allowed CPU whose core no granted thread keeps, with the
+    /// fewest threads on its core, then on itself; ties: the previous CPU,
+    /// then the lowest id. Cores kept for others come last.
+    fn smt_select(&self, cx: &Ctx, t: TaskId, prev: Option<CpuId>) -> CpuId {
+        let aff = cx.task(t).affinity.clone();
+        // (kept for another, threads on the core, on the cpu, not prev, id)
+        type Key = (bool, usize, usize, bool, CpuId);
+        let mut best: Option<Key> = None;
+        for c in 0..cx.ncpus() {
+            if !aff.contains(c) || !(cx.online(c) || self.lent[c]) {
+                continue;
+            }
+            let core_load: usize = Self::smt_core(cx, c)
+                .into_iter()
+                .map(|x| self.smt_load(cx, x, t))
+                .sum();
+            let key = (
+                self.smt_reserved(cx, c, t),
+                core_load,
+                self.smt_load(cx, c, t),
+                prev != Some(c),
+                c,
+            );
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        best.map(|k| k.4).unwrap_or(cx.task(t).cpu)
+    }
+
+    /// Recompute which threads get a core of their own and place the others.
+    ///
+    /// Per node, with `N` runnable threads (`gone`, a thread going to sleep
+    /// or exiting, not counted) on `C` cores of `H` hyperthreads: `K =
+    /// min(C, (H·C − N) / (H − 1))` threads can have a core alone while every
+    /// other thread still has a hyperthread. The `K` threads with an object
+    /// request of the highest weight (ties: the lower thread id) are granted
+    /// a core: the one they are on unless a higher-ranked thread has it,
+    /// else the free core with the fewest threads. Every other thread gets a
+    /// hyperthread of the remaining cores: it stays where it is if that CPU
+    /// is not yet taken, else it moves to the least loaded online one
+    /// (fewest threads on the CPU, then on its core, lowest id).
+    fn smt_rebalance(&mut self, cx: &mut Ctx, gone: Option<TaskId>) {
+        use crate::os::TaskState as S;
+        let ncpu = cx.ncpus();
+        // node -> core -> cpus
+        let mut nodes: BTreeMap<u32, BTreeMap<u32, Vec<CpuId>>> = BTreeMap::new();
+        for (c, hw) in cx.machine.cpus.iter().enumerate() {
+            nodes
+                .entry(hw.node)
+                .or_default()
+                .entry(hw.core)
+                .or_default()
+                .push(c);
+        }
+        let live: Vec<TaskId> = (0..cx.ntasks())
+            .filter(|&u| Some(u) != gone && matches!(cx.task(u).state, S::Runnable | S::Running))
+            .collect();
+        let mut grant = BTreeSet::new();
+        let mut moves: Vec<(TaskId, CpuId)> = Vec::new();
+        for (node, cores) in &nodes {
+            let here: Vec<TaskId> = live
+                .iter()
+                .copied()
+                .filter(|&u| cx.machine.cpus[cx.task(u).cpu].node == *node)
+                .collect();
+            let c = cores.len();
+            let h = cores.values().map(|v| v.len()).max().unwrap_or(1);
+            let k = if h < 2 {
+                0
+            } else {
+                ((h * c).saturating_sub(here.len()) / (h - 1)).min(c)
+            };
+            let mut ranked: Vec<(f64, TaskId)> = here
+                .iter()
+                .filter_map(|&u| {
+                    let w = self.want_of(cx, u)?;
+                    (self.effective_level(w) >= 2).then_some((w.weight, u))
+                })
+                .collect();
+            ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            ranked.truncate(k);
+            // Cores for the granted threads, highest weight first.
+            let mut owner: BTreeMap<u32, TaskId> = BTreeMap::new();
+            let mut homeless = Vec::new();
+            for &(_, g) in &ranked {
+                let core = cx.machine.cpus[cx.task(g).cpu].core;
+                if let std::collections::btree_map::Entry::Vacant(e) = owner.entry(core) {
+                    e.insert(g);
+                } else {
+                    homeless.push(g);
+                }
+                grant.insert(g);
+            }
+            let count = |core: u32| -> usize {
+                here.iter()
+                    .filter(|&&u| cx.machine.cpus[cx.task(u).cpu].core == core)
+                    .count()
+            };
+            for g in homeless {
+                let aff = cx.task(g).affinity.clone();
+                let free = cores
+                    .iter()
+                    .filter(|(core, cpus)| {
+                        !owner.contains_key(core) && cpus.iter().any(|&x| aff.contains(x))
+                    })
+                    .min_by_key(|(core, _)| (count(**core), **core))
+                    .map(|(core, cpus)| (*core, cpus.clone()));
+                if let Some((core, cpus)) = free {
+                    owner.insert(core, g);
+                    let dst = cpus.into_iter().find(|&x| aff.contains(x) && cx.online(x));
+                    if let Some(dst) = dst {
+                        moves.push((g, dst));
+                    }
+                }
+            }
+            // The others: one per hyperthread of the cores left, if they fit.
+            let mut taken = vec![0usize; ncpu];
+            let mut rest: Vec<TaskId> = here
+                .iter()
+                .copied()
+                .filter(|u| !grant.contains(u))
+                .collect();
+            // Running threads keep their CPU first (no needless preemption).
+            rest.sort_by_key(|&u| (cx.task(u).state != S::Running, u));
+            let mut place = Vec::new();
+            for u in rest {
+                let cpu = cx.task(u).cpu;
+                let core = cx.machine.cpus[cpu].core;
+                if !owner.contains_key(&core) && taken[cpu] == 0 {
+                    taken[cpu] += 1;
+                } else {
+                    place.push(u);
+                }
+            }
+            for u in place {
+                let aff = cx.task(u).affinity.clone();
+                let mut best: Option<((usize, usize, CpuId), CpuId)> = None;
+                for (core, cpus) in cores {
+                    if owner.contains_key(core) {
+                        continue;
+                    }
+                    let core_load: usize = cpus.iter().map(|&x| taken[x]).sum();
+                    for &x in cpus {
+                        // A CPU lent to an object takes no moved thread.
+                        if !aff.contains(x) || !cx.online(x) {
+                            continue;
+                        }
+                        let key = (taken[x], core_load, x);
+                        if best.is_none_or(|(b, _)| key < b) {
+                            best = Some((key, x));
+                        }
+                    }
+                }
+                match best {
+                    Some((_, x)) => {
+                        taken[x] += 1;
+                        moves.push((u, x));
+                    }
+                    // No core left for it: it stays (and shares).
+                    None => taken[cx.task(u).cpu] += 1,
+                }
+            }
+        }
+        self.smt_grant = grant;
+        for (u, dst) in moves {
+            self.smt_move(cx, u, dst);
+        }
+    }
+
+    /// Move thread `u` to `dst` (a queued one at once; a running one is
+    /// preempted by the engine and enqueued there).
+    fn smt_move(&mut self, cx: &mut Ctx, u: TaskId, dst: CpuId) {
+        let here = cx.task(u).cpu;
+        if here == dst {
+            return;
+        }
+        match cx.task(u).state {
+            TaskState::Runnable => {
+                let key = (self.vruntime[u], u);
+                if self.rqs[here].queue.remove(&key) {
+                    let v = self.vruntime[u].max(self.rqs[dst].min_vruntime);
+                    self.vruntime[u] = v;
+                    self.rqs[dst].queue.insert((v, u));
+                }
+                if let Some(w) = self.want_of(cx, u) {
+                    let mut m = BTreeMap::new();
+                    if let Some(b) = self.smt_borrowed(cx, dst, self.effective_level(w)) {
+                        for c in b {
+                            m.insert(c, self.rqs[c].min_vruntime as f64);
+                        }
+                    }
+                    self.borrow_vr[u] = m;
+                }
+                cx.migrate(u, dst);
+            }
+            TaskState::Running => cx.migrate(u, dst),
             _ => {}
         }
     }

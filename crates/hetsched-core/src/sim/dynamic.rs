@@ -25,6 +25,14 @@
 //! * Deferred hotplug: the proxies of a configuration that lasts longer than
 //!   the threshold are replaced by a real (parallel) hotplug, whose
 //!   stop-machine again halts the other CPUs.
+//! * Halting (`halt`): for hardware whose disabled CPUs still take
+//!   interrupts. A halted CPU stays in the OS's online mask, runs the idle
+//!   thread in a sleep state and handles its own IPIs (counted, not proxied).
+//!   Fusing SMT siblings this way leaves the representative's core
+//!   un-shared: its thread runs without the SMT factor (the engine's speed
+//!   model sees an idle sibling) times the level's speedup (1 unless
+//!   configured); a Turbo-Boost-like group runs its representative at the
+//!   level's speedup while the others sleep.
 
 use super::{Engine, Ev};
 use crate::dynamic::{DynConfig, ReconfigOp, Reconfigured};
@@ -67,6 +75,9 @@ enum Mode {
         since: SimTime,
         op: usize,
     },
+    /// Out of service, halted in the idle thread since `since` (mechanism
+    /// `halt`): still in the online mask and still taking its interrupts.
+    Halted { since: SimTime, op: usize },
 }
 
 /// A fused object.
@@ -126,6 +137,10 @@ pub struct ProxyRow {
     pub rcu_avoided: f64,
     /// CPU time this CPU spent in proxy context, ms.
     pub proxy_ms: f64,
+    /// Time it was halted (mechanism `halt`: idle thread, no proxy), s.
+    pub halted_s: f64,
+    /// IPIs it took itself while halted (it still receives interrupts).
+    pub ipis_while_halted: f64,
 }
 
 /// Everything the results report about dynamic processors.
@@ -319,6 +334,7 @@ impl Engine {
             Mode::Transition { op } => format!("being reconfigured (operation {op})"),
             Mode::Offline => "offline (hotplugged)".to_string(),
             Mode::Proxied { by, .. } => format!("offline (proxied by cpu {by})"),
+            Mode::Halted { .. } => "halted (mechanism halt)".to_string(),
         };
         let err = |s: &Self, msg: String| Err(s.dyn_err(&origin, &op, msg));
         // Decide the mechanism, targets and proxy; check the CPUs' states.
@@ -375,7 +391,7 @@ impl Engine {
                 let mut family: Option<Mechanism> = None;
                 for &x in c {
                     match d.mode[x] {
-                        Mode::Offline | Mode::Proxied { .. } => {}
+                        Mode::Offline | Mode::Proxied { .. } | Mode::Halted { .. } => {}
                         m => {
                             return err(
                                 self,
@@ -397,6 +413,9 @@ impl Engine {
                 }
                 let m = family.expect("non-empty");
                 if let Some(req) = mech {
+                    if (m == Mechanism::Halt) != (req == Mechanism::Halt) {
+                        return err(self, format!("the cpus went offline with {m}; they come back with the same mechanism, not {req}"));
+                    }
                     if req.uses_proxies() != m.uses_proxies() && req != Mechanism::DeferredHotplug {
                         return err(self, format!("the cpus went offline with {}; they come back with the same kind of mechanism, not {req}", m));
                     }
@@ -460,7 +479,7 @@ impl Engine {
     fn dyn_back_mech(&self, cpu: CpuId, requested: Option<Mechanism>) -> Mechanism {
         let d = self.dynm.as_ref().expect("dynamic state");
         match d.mode[cpu] {
-            Mode::Proxied { op, .. } => d.ops[op].mech,
+            Mode::Proxied { op, .. } | Mode::Halted { op, .. } => d.ops[op].mech,
             Mode::Offline => match requested {
                 Some(Mechanism::ParallelHotplug) | Some(Mechanism::DeferredHotplug) => {
                     Mechanism::ParallelHotplug
@@ -525,17 +544,19 @@ impl Engine {
             steps: steps_text(&st.steps),
         };
         let targets = st.targets.clone();
+        let st_deferred = st.deferred;
         let initiator = match &st.op {
             ReconfigOp::Fuse(c) => Some(c[0]),
             ReconfigOp::Split(r) => Some(*r),
             _ => None,
         };
-        // A proxy stops standing in when its teardown starts: account the
-        // proxied stretch now, before the CPU's mode says "in transition".
+        // A proxy stops standing in (a halted CPU stops idling) when the
+        // operation that brings the CPU back starts: account the stretch now,
+        // before the CPU's mode says "in transition".
         if !st.deferred {
             for &c in &st.targets {
                 let d = self.dynm.as_ref().expect("dynamic state");
-                if matches!(d.mode[c], Mode::Proxied { .. }) {
+                if matches!(d.mode[c], Mode::Proxied { .. } | Mode::Halted { .. }) {
                     self.dyn_end_proxy(c);
                 }
             }
@@ -549,7 +570,10 @@ impl Engine {
                     active: false,
                 });
             }
-            if !st.deferred {
+        }
+        {
+            let d = self.dynm.as_mut().expect("dynamic state");
+            if !st_deferred {
                 for &c in &targets {
                     d.mode[c] = Mode::Transition { op: id };
                 }
@@ -711,7 +735,9 @@ impl Engine {
                 ReconfigOp::Offline(_) | ReconfigOp::Fuse(_) => {
                     let d = self.dynm.as_mut().expect("dynamic state");
                     for &c in &targets {
-                        if mech.uses_proxies() {
+                        if mech == Mechanism::Halt {
+                            d.mode[c] = Mode::Halted { since: now, op: id };
+                        } else if mech.uses_proxies() {
                             d.mode[c] = Mode::Proxied {
                                 by: proxy.expect("a proxy"),
                                 since: now,
@@ -831,6 +857,17 @@ impl Engine {
         if let Some(s) = d.offline_since[cpu].take() {
             d.proxies[cpu].offline_s += now.since(s).as_secs_f64();
         }
+        if let Mode::Halted { since, .. } = d.mode[cpu] {
+            // No proxy: the halted CPU wakes for its own interrupts. Like a
+            // proxied one it runs only the idle thread, so it gets TLB
+            // shootdowns but no rescheduling IPIs, and is RCU-quiescent.
+            let dur = now.since(since).as_secs_f64();
+            d.proxies[cpu].halted_s += dur;
+            d.proxies[cpu].ipis_while_halted += d.cfg.shootdowns(dur);
+            d.proxies[cpu].rcu_avoided += d.cfg.rcu_per_s * dur;
+            d.mode[cpu] = Mode::Online;
+            return;
+        }
         let Mode::Proxied { by, since, .. } = d.mode[cpu] else {
             return;
         };
@@ -841,12 +878,7 @@ impl Engine {
         // it last ran still arrive and are handled by the proxy. In lazy-TLB
         // mode the first of them makes it leave that address space: at most
         // one per stretch (the expected count, so runs stay deterministic).
-        let rate = d.cfg.ipi_per_s * d.cfg.tlb_share;
-        let ipis = if d.cfg.lazy_tlb {
-            1.0 - (-rate * dur).exp()
-        } else {
-            rate * dur
-        };
+        let ipis = d.cfg.shootdowns(dur);
         d.proxies[cpu].rcu_avoided += d.cfg.rcu_per_s * dur;
         d.proxies[by].ipis_handled += ipis;
         let cost = SimTime::from_ns_f64(ipis * d.cfg.proxy_ipi.0 as f64);
@@ -868,7 +900,9 @@ impl Engine {
         for c in 0..n {
             let d = self.dynm.as_ref().expect("dynamic state");
             let m = d.mode[c];
-            if matches!(m, Mode::Proxied { .. }) || d.offline_since[c].is_some() {
+            if matches!(m, Mode::Proxied { .. } | Mode::Halted { .. })
+                || d.offline_since[c].is_some()
+            {
                 self.dyn_end_proxy(c);
                 self.dynm.as_mut().expect("dynamic state").mode[c] = m;
             }

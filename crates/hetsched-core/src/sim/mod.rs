@@ -476,15 +476,21 @@ impl Engine {
             }
             Some(t) => {
                 let task = &self.tasks[t];
-                let sib_busy =
-                    ty.smt_factor != 1.0 && hw.siblings.iter().any(|&s| self.current[s].is_some());
+                // A program may lose more or less than the type's factor.
+                let smt = self.progs[task.program].params[task.param as usize]
+                    .smt_factor
+                    .unwrap_or(ty.smt_factor);
+                let sib_busy = smt != 1.0 && hw.siblings.iter().any(|&s| self.current[s].is_some());
                 let mhz = self.dom_mhz[hw.domain];
                 let key = (task.program, task.param, mhz, sib_busy);
                 let (rate, power) = match self.cpus[cpu].rate_key {
                     Some(k) if k == key && self.dynm.is_none() => self.cpus[cpu].rate_val,
                     _ => {
                         let p = &self.progs[task.program].params[task.param as usize];
-                        let mut s = self.m.compute_speed(cpu, p.class, mhz, sib_busy);
+                        let mut s = self.m.compute_speed(cpu, p.class, mhz, false);
+                        if sib_busy {
+                            s *= smt;
+                        }
                         if let Some(d) = &self.dynm {
                             s *= d.speed(cpu, p.class);
                         }
@@ -538,13 +544,20 @@ impl Engine {
 
     /// A CPU's busy state changed: SMT siblings may change speed.
     fn refresh_siblings(&mut self, cpu: CpuId) {
-        let ty = &self.m.types[self.m.cpus[cpu].ty];
-        if ty.smt_factor == 1.0 {
-            return;
-        }
+        let type_smt = self.m.types[self.m.cpus[cpu].ty].smt_factor;
         for i in 0..self.m.cpus[cpu].siblings.len() {
             let s = self.m.cpus[cpu].siblings[i];
             if self.current[s].is_some() {
+                let smt = self
+                    .exec_task(s)
+                    .and_then(|t| {
+                        let task = &self.tasks[t];
+                        self.progs[task.program].params[task.param as usize].smt_factor
+                    })
+                    .unwrap_or(type_smt);
+                if smt == 1.0 {
+                    continue;
+                }
                 self.sync(s);
                 self.refresh(s);
             }

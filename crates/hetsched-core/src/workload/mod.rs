@@ -47,6 +47,9 @@ pub struct ComputeParams {
     pub working_set_kb: f64,
     /// Required ISA feature (interned id), if any.
     pub feature: Option<usize>,
+    /// Speed while the core's other hardware thread is busy, relative to
+    /// alone (overrides the CPU type's `smt_factor`), if given.
+    pub smt_factor: Option<f64>,
 }
 
 /// Run-time state of a program (all its threads).
