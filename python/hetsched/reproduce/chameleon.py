@@ -1077,7 +1077,7 @@ def plot_f6(data: dict[str, Any], path: Path) -> None:
             "parallel speedup": [data[c]["parallel"] for c in labels],
         },
         path,
-        title="Chameleon Fig. 6 in simulation: over-provisioned (16-thread Mandelbrot + N-Queens)",
+        title="Chameleon Fig. 6 in simulation: 16-thread Mandelbrot + N-Queens",
         xlabel="N-Queen instances (3*: no node-manager notification)",
     )
 
@@ -1213,7 +1213,7 @@ def plot_f7(data: dict[str, Any], path: Path) -> None:
             "parallel speedup": [data[b][c]["parallel"] for b in F7_BINDINGS for c in cols],
         },
         path,
-        title="Chameleon Fig. 7 in simulation: under-provisioned (3 N-Queens + Mandelbrot)",
+        title="Chameleon Fig. 7 in simulation: 3 N-Queens + 24-thread Mandelbrot",
     )
 
 
