@@ -1254,7 +1254,11 @@ def chameleon_f7(scale: str) -> Outcome:
                     got,
                     digits=3,
                     rel_tol=F7_REL_TOL,
-                    note=_f7_nqueen_note(binding, tax),
+                    note=(
+                        _f7_nqueen_note(binding, tax)
+                        + "; each: "
+                        + ", ".join(f"{x:.3f}" for x in d[f"tax {tax:g}"]["each"])
+                    ),
                 )
             )
         one = d["tax 1"]["nqueen"]
