@@ -719,3 +719,110 @@ fn node_manager_parameters_are_checked() {
         "{e}"
     );
 }
+
+/// One node of four CPUs, objects of 2 CPUs at twice the speed, proxy-APIC;
+/// A asks for a 2-CPU object (tax 1) and B, C are native; all 400 ms of
+/// work, started together in that order.
+fn placed(extra: &str) -> RunResults {
+    go(&format!(
+        r#"
+duration_s = 5
+scheduler = "chameleon[objects=A:2:1, nodes=on{extra}]"
+[machine]
+tick_hz = 250
+migration.enabled = false
+[machine.types.c]
+capacity = 1024
+[[machine.clusters]]
+type = "c"
+cores = 4
+[[workload.programs]]
+name = "A"
+kind = "sequential"
+work_ms = 400
+[[workload.programs]]
+name = "B"
+kind = "sequential"
+work_ms = 400
+[[workload.programs]]
+name = "C"
+kind = "sequential"
+work_ms = 400
+[dynamic]
+mechanism = "proxy-apic"
+[[dynamic.fusion]]
+level = 2
+speedup = {{ default = 2.0 }}
+"#
+    ))
+}
+
+#[test]
+fn native_threads_are_placed_off_the_objects_cpus_when_loads_tie() {
+    // The manager gives A the object {0, 1}; A queues on CPU 0. B then sees
+    // CPU 0 loaded and CPUs 1-3 empty: CPU 1 belongs to A's object, so B
+    // takes CPU 2 and C CPU 3. A fuses {0, 1} at 0 (CPU 1 idle with an
+    // empty queue) and keeps it: after the 250 µs fuse its 400 ms run at
+    // 2x, done at 200.25 ms; B and C run alone, done at 400 ms. (Placed
+    // by lowest id alone, B would queue on CPU 1 and split A's object.)
+    let r = placed("");
+    assert_eq!(fuses(&r), vec![(0.0, vec![0, 1])]);
+    assert!(
+        (completion(&r, "A") - 0.20025).abs() < 1e-9,
+        "{}",
+        completion(&r, "A")
+    );
+    for p in ["B", "C"] {
+        assert!(
+            (completion(&r, p) - 0.4).abs() < 1e-9,
+            "{p} {}",
+            completion(&r, p)
+        );
+    }
+}
+
+#[test]
+fn object_cpus_limits_the_cpus_node_managers_build_objects_from() {
+    // object_cpus = 2-3: the manager's node is {2, 3}; A's object is {2, 3}
+    // and A runs on CPU 2. B and C take the free CPUs 0 and 1 (CPU 3 is in
+    // A's object). Same times as above.
+    let r = placed(", object_cpus=2-3");
+    assert_eq!(fuses(&r), vec![(0.0, vec![2, 3])]);
+    assert!(
+        (completion(&r, "A") - 0.20025).abs() < 1e-9,
+        "{}",
+        completion(&r, "A")
+    );
+    for p in ["B", "C"] {
+        assert!(
+            (completion(&r, p) - 0.4).abs() < 1e-9,
+            "{p} {}",
+            completion(&r, p)
+        );
+    }
+    let base = "duration_s = 1\nmachine.preset = \"big-little-4+4\"\n";
+    for (sched, want) in [
+        (
+            "chameleon[object_cpus=0-3]",
+            "only meaningful with nodes=on",
+        ),
+        (
+            "chameleon[nodes=on, object_cpus=4-9]",
+            "cpu 9 does not exist (the machine has 8 cpus: 0-7)",
+        ),
+        (
+            "chameleon[nodes=on, object_cpus=3-1]",
+            "\"3-1\" is not a cpu id or a range a-b",
+        ),
+        (
+            "chameleon[nodes=on, object_cpus=x]",
+            "\"x\" is not a cpu id or a range a-b",
+        ),
+    ] {
+        let e = err(&format!("{base}scheduler = \"{sched}\"\n"));
+        assert!(
+            e.starts_with("scheduler:") && e.contains(want),
+            "{sched}: {e}"
+        );
+    }
+}

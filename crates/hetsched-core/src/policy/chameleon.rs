@@ -99,6 +99,11 @@ fn params() -> Vec<ParamDef> {
             doc: "SMT mode (on/off): each physical core is an object of its hyperthreads (scenario: fusion_rule = \"siblings\"; mechanism halt by default); the runnable threads of highest weight (their alone-on-core speedup) get un-shared cores, as many as the node can spare",
         },
         ParamDef {
+            name: "object_cpus",
+            default: "",
+            doc: "with nodes=on: the CPUs the node managers build objects from, as space-separated ids and ranges (\"16-23\"); empty: every CPU (the others are left to native threads)",
+        },
+        ParamDef {
             name: "min_granularity_ms",
             default: "16",
             doc: "least time a configuration runs before it may change (sysctl_sched_min_granularity; 16 ms in Chameleon's setup)",
@@ -169,6 +174,8 @@ pub struct Chameleon {
     smt: bool,
     /// SMT mode: threads granted a core of their own.
     smt_grant: BTreeSet<TaskId>,
+    /// `object_cpus`: the CPUs the node managers may use (`None`: all).
+    object_cpus: Option<BTreeSet<CpuId>>,
 }
 
 impl Chameleon {
@@ -238,6 +245,15 @@ impl Chameleon {
         if smt && m.cpus.iter().all(|c| c.siblings.is_empty()) {
             return Err("chameleon[smt]: the machine has no SMT siblings (no core has more than one hardware thread)".to_string());
         }
+        let object_cpus = match ps.params.get("object_cpus").map(|s| s.trim()) {
+            None | Some("") => None,
+            Some(text) => {
+                if !nodes_on {
+                    return Err("chameleon[object_cpus]: only meaningful with nodes=on".to_string());
+                }
+                Some(parse_cpu_list(text, n)?)
+            }
+        };
         Ok(Chameleon {
             name: if ps.params.is_empty() {
                 "chameleon".into()
@@ -266,6 +282,7 @@ impl Chameleon {
             released: BTreeSet::new(),
             smt,
             smt_grant: BTreeSet::new(),
+            object_cpus,
         })
     }
 
@@ -633,7 +650,9 @@ impl Scheduler for Chameleon {
         if self.nodes_on {
             let mut per: BTreeMap<u32, Vec<CpuId>> = BTreeMap::new();
             for (c, cpu) in cx.machine.cpus.iter().enumerate() {
-                per.entry(cpu.node).or_default().push(c);
+                if self.object_cpus.as_ref().is_none_or(|s| s.contains(&c)) {
+                    per.entry(cpu.node).or_default().push(c);
+                }
             }
             for (node, cpus) in per {
                 let lv: Vec<usize> = self
@@ -674,14 +693,31 @@ impl Scheduler for Chameleon {
         if let Some(p) = prev.filter(|&p| aff.contains(p) && (cx.online(p) || self.lent[p])) {
             return p;
         }
-        let mut best: Option<(usize, CpuId)> = None;
+        // With node managers, a native thread is placed on a CPU of no
+        // execution object when loads tie (§4.2: an object's CPUs are
+        // allocated to it), so that it does not queue behind an object's
+        // thread on its representative or on a CPU the object borrows.
+        let native = self.nodes_on && {
+            self.grow(cx.ntasks());
+            self.want_of(cx, t).is_none()
+        };
+        let mut in_object = vec![false; if native { cx.ncpus() } else { 0 }];
+        if native {
+            for (_, obj) in self.managed.values() {
+                for &c in obj {
+                    in_object[c] = true;
+                }
+            }
+        }
+        let mut best: Option<((usize, bool), CpuId)> = None;
         for c in 0..cx.ncpus() {
             if !aff.contains(c) || !(cx.online(c) || self.lent[c]) {
                 continue;
             }
             let load = self.rqs[c].queue.len() + usize::from(cx.current(c).is_some());
-            if best.is_none_or(|(l, _)| load < l) {
-                best = Some((load, c));
+            let key = (load, in_object.get(c).copied().unwrap_or(false));
+            if best.is_none_or(|(l, _)| key < l) {
+                best = Some((key, c));
             }
         }
         best.map(|(_, c)| c).unwrap_or(task.cpu)
@@ -1113,4 +1149,36 @@ impl Chameleon {
             _ => {}
         }
     }
+}
+
+/// `object_cpus`: space-separated CPU ids and ranges `a-b` of a machine of
+/// `n` CPUs.
+fn parse_cpu_list(text: &str, n: usize) -> Result<BTreeSet<CpuId>, String> {
+    let mut out = BTreeSet::new();
+    for item in text.split_whitespace() {
+        let bad = || {
+            format!("chameleon[object_cpus]: \"{item}\" is not a cpu id or a range a-b (e.g. \"16-23\")")
+        };
+        let (lo, hi) = match item.split_once('-') {
+            Some((a, b)) => (
+                a.parse::<CpuId>().map_err(|_| bad())?,
+                b.parse::<CpuId>().map_err(|_| bad())?,
+            ),
+            None => {
+                let c = item.parse::<CpuId>().map_err(|_| bad())?;
+                (c, c)
+            }
+        };
+        if lo > hi {
+            return Err(bad());
+        }
+        if hi >= n {
+            return Err(format!(
+                "chameleon[object_cpus]: cpu {hi} does not exist (the machine has {n} cpus: 0-{})",
+                n - 1
+            ));
+        }
+        out.extend(lo..=hi);
+    }
+    Ok(out)
 }
