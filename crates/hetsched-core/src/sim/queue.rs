@@ -59,21 +59,25 @@ impl EventClass {
 }
 
 struct Entry<E> {
-    /// Event time.
-    time: u64,
-    /// Class in the top 8 bits, insertion sequence in the low 56.
-    order: u64,
+    /// The whole order in one integer, compared in one step: the event time
+    /// in the high 64 bits, then the class (8 bits) and the insertion
+    /// sequence (56 bits).
+    key: u128,
     payload: E,
 }
 
 impl<E> Entry<E> {
     #[inline]
-    fn key(&self) -> (u64, u64) {
-        (self.time, self.order)
+    fn key(&self) -> u128 {
+        self.key
+    }
+    #[inline]
+    fn time(&self) -> u64 {
+        (self.key >> 64) as u64
     }
     #[inline]
     fn class(&self) -> EventClass {
-        EventClass::from_index((self.order >> 56) as u8)
+        EventClass::from_index((self.key >> 56) as u8)
     }
 }
 
@@ -124,8 +128,7 @@ impl<E> EventQueue<E> {
         self.next_seq += 1;
         debug_assert!(seq < 1 << 56, "sequence overflow");
         self.heap.push(Entry {
-            time: time.0,
-            order: (class as u64) << 56 | seq,
+            key: (time.0 as u128) << 64 | ((class as u128) << 56) | seq as u128,
             payload,
         });
     }
@@ -135,13 +138,13 @@ impl<E> EventQueue<E> {
     pub fn pop(&mut self) -> Option<(SimTime, EventClass, E)> {
         self.heap
             .pop()
-            .map(|e| (SimTime(e.time), e.class(), e.payload))
+            .map(|e| (SimTime(e.time()), e.class(), e.payload))
     }
 
     /// Time of the earliest event, if any. O(1).
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(|e| SimTime(e.time))
+        self.heap.peek().map(|e| SimTime(e.time()))
     }
 
     /// Number of queued events (stale ones included). O(1).
