@@ -620,6 +620,26 @@ impl Engine {
     }
 
     fn apply_pending(&mut self) -> Result<(), SimError> {
+        // The scheduler's frequent requests (tick wishes, reschedules) trigger
+        // no callback, so a run of them at the front of the batch is applied
+        // straight from `reqs`; usually that is the whole batch.
+        if matches!(self.src, Src::Sched) {
+            let n = self.m.ncpus();
+            let mut i = 0;
+            while i < self.reqs.len() {
+                match self.reqs[i] {
+                    Request::WantTick { cpu, on } if cpu < n => self.want_tick(cpu, on),
+                    Request::Resched(cpu) if cpu < n => self.flag_resched(cpu),
+                    _ => break,
+                }
+                i += 1;
+            }
+            if i == self.reqs.len() {
+                self.reqs.clear();
+                return Ok(());
+            }
+            self.reqs.drain(..i);
+        }
         // Swap in a spare buffer so that the callbacks that applying a request
         // triggers can record into `reqs` without reallocating every time.
         while !self.reqs.is_empty() {
