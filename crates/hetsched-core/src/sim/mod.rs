@@ -198,6 +198,10 @@ pub struct Engine {
     dynm: Option<Box<dynamic::DynState>>,
     /// Fusion levels configured (for `Ctx::fusion_levels`).
     fusion_levels: Vec<usize>,
+    /// Per CPU: whether its speed depends on its SMT siblings (a type with
+    /// an SMT factor other than 1, and siblings), so that a change of its
+    /// busy state must refresh them. The machine does not change in a run.
+    smt_shared: Vec<bool>,
 }
 
 macro_rules! cx {
@@ -306,7 +310,11 @@ impl Engine {
             phys_last: Vec::new(),
             dynm,
             fusion_levels,
+            smt_shared: Vec::new(),
         };
+        e.smt_shared = (0..n)
+            .map(|c| e.m.ty(c).smt_factor != 1.0 && !e.m.cpus[c].siblings.is_empty())
+            .collect();
         if !e.vms.is_empty() {
             e.vm_mark_guests();
         }
@@ -537,11 +545,14 @@ impl Engine {
     }
 
     /// A CPU's busy state changed: SMT siblings may change speed.
+    #[inline]
     fn refresh_siblings(&mut self, cpu: CpuId) {
-        let ty = &self.m.types[self.m.cpus[cpu].ty];
-        if ty.smt_factor == 1.0 {
-            return;
+        if self.smt_shared[cpu] {
+            self.refresh_siblings_now(cpu);
         }
+    }
+
+    fn refresh_siblings_now(&mut self, cpu: CpuId) {
         for i in 0..self.m.cpus[cpu].siblings.len() {
             let s = self.m.cpus[cpu].siblings[i];
             if self.current[s].is_some() {
@@ -615,6 +626,14 @@ impl Engine {
     fn apply(&mut self) -> Result<(), SimError> {
         if self.reqs.is_empty() {
             return Ok(());
+        }
+        // The commonest batch by far: one tick wish from the scheduler.
+        if let [Request::WantTick { cpu, on }] = self.reqs[..] {
+            if matches!(self.src, Src::Sched) && cpu < self.m.ncpus() {
+                self.reqs.clear();
+                self.want_tick(cpu, on);
+                return Ok(());
+            }
         }
         self.apply_pending()
     }
