@@ -187,7 +187,43 @@ mod tests {
         assert_eq!(order, vec!["early", "done-a", "done-b", "tick"]);
     }
 
+    /// The model test of the queue: random pushes (at `now + offset`, or at
+    /// an arbitrary time when `anywhere`) and pops against an ordered map.
+    fn check_against_model(ops: Vec<(bool, u64, u8)>, anywhere: bool) -> Result<(), TestCaseError> {
+        let mut q = EventQueue::new();
+        let mut model: BTreeMap<(SimTime, EventClass, u64), u32> = BTreeMap::new();
+        let mut seq = 0u64;
+        let mut now = 0u64;
+        for (i, (is_push, t, c)) in ops.into_iter().enumerate() {
+            if is_push {
+                let cls = class_of(c);
+                let at = if anywhere { t } else { now + t };
+                q.push(SimTime(at), cls, i as u32);
+                model.insert((SimTime(at), cls, seq), i as u32);
+                seq += 1;
+            } else {
+                let got = q.pop();
+                let want = model.pop_first();
+                if let Some(((t, _, _), _)) = want {
+                    now = now.max(t.0);
+                }
+                prop_assert_eq!(got, want.map(|((t, c, _), p)| (t, c, p)));
+            }
+            prop_assert_eq!(q.len(), model.len());
+            prop_assert_eq!(q.peek_time(), model.keys().next().map(|k| k.0));
+        }
+        Ok(())
+    }
+
     proptest! {
+        /// Event times as the engine makes them: never before the last
+        /// popped event (same instant allowed, in any class), spread from
+        /// nanoseconds to seconds ahead.
+        #[test]
+        fn matches_btreemap_model_forward(ops in proptest::collection::vec((any::<bool>(), prop_oneof![0u64..3, 0u64..5_000, 0u64..50_000_000_000], any::<u8>()), 1..600)) {
+            check_against_model(ops, false)?;
+        }
+
         /// Differential test: the heap behaves exactly like an ordered map
         /// keyed by (time, class, sequence) under random pushes and pops.
         #[test]
