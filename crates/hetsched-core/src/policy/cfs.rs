@@ -402,13 +402,23 @@ pub struct Cfs {
     eas: bool,
 }
 
+/// `a × b / c` without overflow, in 64-bit arithmetic when the product fits
+/// (always, in practice) and 128-bit otherwise; the same result either way.
+#[inline]
+fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    match a.checked_mul(b) {
+        Some(p) => p / c,
+        None => ((a as u128 * b as u128) / c as u128) as u64,
+    }
+}
+
 /// `delta × 1024 / weight`, the kernel's `calc_delta_fair`.
 #[inline]
 fn calc_delta_fair(delta: u64, weight: u64) -> u64 {
     if weight == NICE_0_LOAD {
         delta
     } else {
-        ((delta as u128 * NICE_0_LOAD as u128) / weight.max(1) as u128) as u64
+        mul_div(delta, NICE_0_LOAD, weight.max(1))
     }
 }
 
@@ -575,7 +585,7 @@ impl Cfs {
         } else {
             self.latency
         };
-        ((period as u128 * se.weight as u128) / load.max(1) as u128) as u64
+        mul_div(period, se.weight, load.max(1))
     }
 
     /// Move `t`'s vruntime into `cpu`'s frame (migration renormalisation).
