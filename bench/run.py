@@ -290,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             f"simso N={row['n']} M={row['m']} T={row['t_s']:g}s: hetsched {row['speedup']:.0f}x "
             f"faster (Python policy {row['python_policy_speedup']:.0f}x), agree {row['agree']:.0%}"
         )
-    print(f"written {args.out.relative_to(ROOT)}")
+    out = args.out.resolve()
+    print(f"written {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0
 
 
