@@ -8,10 +8,13 @@ API, and writes ``bench/results.json``.
 
 Then a policy series (one scenario each for the heterogeneous, dynamic,
 virtualised and agent-driven policies, and the same scenario under ``cfs``
-and under a Python-written policy), a scaling series in CPUs and threads
-under CFS (engine time, events per second, simulated seconds per wall second,
-peak memory of a child process per point) and the side-by-side comparison
-with SimSo (``compare_simso.py``).
+and under a Python-written policy), the heterogeneous and virtual-machine
+series at several sizes (``series.py``: ``a-dwrr`` on big.LITTLE,
+``chameleon`` with dynamic processors, ``xen-credit`` and ``aash`` with
+virtual machines), a scaling series in CPUs and threads under CFS (engine
+time, events per second, simulated seconds per wall second, peak memory of a
+child process per point) and the side-by-side comparison with SimSo
+(``compare_simso.py``).
 
 Timings are compared as medians of runs made in one invocation; nothing
 here is asserted, since shared machines are noisy.
@@ -206,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling series")
     ap.add_argument("--no-policies", action="store_true", help="skip the policy series")
     ap.add_argument(
+        "--no-series",
+        action="store_true",
+        help="skip the heterogeneous and virtual-machine series",
+    )
+    ap.add_argument(
         "--big", action="store_true", help="also run the 1024-CPU, 100 000-thread, 10 s point"
     )
     args = ap.parse_args(argv)
@@ -232,6 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     if not args.no_policies:
         results["policies"] = run_policy_series(args.runs)
+    if not args.no_series:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from series import run_series
+
+        results["series"] = run_series()
     if not args.no_scaling:
         results["scaling"] = run_scaling(SCALING + ([BIG] if args.big else []))
     if not args.no_simso:
@@ -253,6 +266,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['events_per_sec'] / 1e6:5.2f} M ev/s, "
             f"{row['sim_s_per_wall_s']:8.1f} sim s/wall s"
         )
+    for row in results.get("series", []):
+        if "error" in row:
+            print(f"series {row['policy']} {row['cpus']} CPUs: failed: {row['error']}")
+            continue
+        print(
+            f"series {row['policy']:22s} {row['cpus']:4d} CPUs {row['tasks']:6d} tasks: "
+            f"{row['events']:8d} events, {row['events_per_sec'] / 1e6:5.2f} M ev/s, "
+            f"{row['sim_s_per_wall_s']:7.2f} sim s/wall s, {row['peak_rss_mib']:6.0f} MiB, "
+            f"{row['kib_per_task']:5.1f} KiB/task"
+        )
     for row in results.get("scaling", []):
         if "error" in row:
             print(f"scaling {row['cpus']}x{row['threads']}: failed: {row['error']}")
@@ -267,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             f"simso N={row['n']} M={row['m']} T={row['t_s']:g}s: hetsched {row['speedup']:.0f}x "
             f"faster (Python policy {row['python_policy_speedup']:.0f}x), agree {row['agree']:.0%}"
         )
-    print(f"written {args.out.relative_to(ROOT)}")
+    out = args.out.resolve()
+    print(f"written {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0
 
 

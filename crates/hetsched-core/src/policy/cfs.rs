@@ -3,9 +3,10 @@
 //! baseline: each task stays where it was first placed).
 //!
 //! Follows kernel/sched/fair.c of the 2.6.3x–5.x era:
-//! * per-CPU runqueues ordered by virtual runtime (a `BTreeSet` keyed by
-//!   `(vruntime, task)`, ties by task id for determinism); the running task is
-//!   not in the tree, as in the kernel;
+//! * per-CPU runqueues ordered by virtual runtime (keyed by `(vruntime,
+//!   task)`, ties by task id for determinism: a sorted vector while short, a
+//!   B-tree when long, see [`Timeline`]); the running task is not in the
+//!   queue, as in the kernel;
 //! * the nice-to-weight table; `vruntime += delta × 1024 / weight`;
 //! * `sched_latency`, `min_granularity`, `wakeup_granularity`, scaled by
 //!   `1 + log2(min(ncpus, 8))` as the kernel's default `SCHED_TUNABLESCALING_LOG`
@@ -183,13 +184,193 @@ struct Se {
 /// Per-CPU runqueue.
 #[derive(Clone, Debug, Default)]
 struct Rq {
-    timeline: BTreeSet<(u64, TaskId)>,
+    timeline: Timeline,
     curr: Option<TaskId>,
     /// Sum of weights of queued tasks and the current one.
     load: u64,
     /// Queued tasks plus the current one.
     nr: u32,
     min_vruntime: u64,
+}
+
+/// A runqueue's timeline: the queued tasks ordered by `(vruntime, task)`.
+///
+/// CFS runqueues are usually short (a few tasks per CPU), where a sorted
+/// vector beats any tree: the leftmost task is its last element (the vector
+/// is kept in descending order), so picking it is a `pop`, and inserting or
+/// removing moves a few entries. Past [`Timeline::SMALL_MAX`] entries it
+/// turns into a B-tree (O(log n) whatever the length) and back below
+/// [`Timeline::SMALL_BACK`]. Both hold the same set in the same order, so
+/// the choice never changes a decision.
+#[derive(Clone, Debug)]
+enum Timeline {
+    /// Descending order: the leftmost (smallest) key is last.
+    Small(Vec<(u64, TaskId)>),
+    Big(BTreeSet<(u64, TaskId)>),
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline::Small(Vec::new())
+    }
+}
+
+impl Timeline {
+    /// Longest sorted vector; one more entry turns it into a tree.
+    const SMALL_MAX: usize = 48;
+    /// A tree shorter than this turns back into a vector.
+    const SMALL_BACK: usize = 16;
+
+    #[inline]
+    fn insert(&mut self, key: (u64, TaskId)) {
+        match self {
+            Timeline::Small(v) => {
+                let at = v.partition_point(|e| *e > key);
+                debug_assert!(v.get(at) != Some(&key), "duplicate timeline key");
+                v.insert(at, key);
+                if v.len() > Self::SMALL_MAX {
+                    *self = Timeline::Big(v.iter().copied().collect());
+                }
+            }
+            Timeline::Big(b) => {
+                b.insert(key);
+            }
+        }
+    }
+
+    /// Remove `key`; whether it was there.
+    #[inline]
+    fn remove(&mut self, key: &(u64, TaskId)) -> bool {
+        match self {
+            Timeline::Small(v) => match v.binary_search_by(|e| key.cmp(e)) {
+                Ok(i) => {
+                    v.remove(i);
+                    true
+                }
+                Err(_) => false,
+            },
+            Timeline::Big(b) => {
+                let found = b.remove(key);
+                self.maybe_shrink();
+                found
+            }
+        }
+    }
+
+    /// Remove and return the leftmost key.
+    #[inline]
+    fn pop_first(&mut self) -> Option<(u64, TaskId)> {
+        match self {
+            Timeline::Small(v) => v.pop(),
+            Timeline::Big(b) => {
+                let first = b.pop_first();
+                self.maybe_shrink();
+                first
+            }
+        }
+    }
+
+    fn maybe_shrink(&mut self) {
+        if let Timeline::Big(b) = self {
+            if b.len() < Self::SMALL_BACK {
+                *self = Timeline::Small(b.iter().rev().copied().collect());
+            }
+        }
+    }
+
+    /// The leftmost key.
+    #[inline]
+    fn first(&self) -> Option<(u64, TaskId)> {
+        match self {
+            Timeline::Small(v) => v.last().copied(),
+            Timeline::Big(b) => b.first().copied(),
+        }
+    }
+
+    /// The keys in ascending order.
+    fn iter(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
+        let (small, big) = match self {
+            Timeline::Small(v) => (Some(v.iter().rev().copied()), None),
+            Timeline::Big(b) => (None, Some(b.iter().copied())),
+        };
+        small.into_iter().flatten().chain(big.into_iter().flatten())
+    }
+}
+
+/// A set of CPUs as a bit mask with its size, for the scheduler's idle and
+/// overloaded sets: O(1) insert, remove, membership and size; iteration in
+/// ascending order.
+#[derive(Clone, Debug)]
+struct CpuBits {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl CpuBits {
+    fn new(n: usize) -> CpuBits {
+        CpuBits {
+            words: vec![0; n.div_ceil(64).max(1)],
+            len: 0,
+        }
+    }
+
+    fn full(n: usize) -> CpuBits {
+        let mut s = CpuBits::new(n);
+        for c in 0..n {
+            s.insert(c);
+        }
+        s
+    }
+
+    #[inline]
+    fn contains(&self, c: CpuId) -> bool {
+        self.words[c / 64] & (1u64 << (c % 64)) != 0
+    }
+
+    #[inline]
+    fn insert(&mut self, c: CpuId) {
+        let w = &mut self.words[c / 64];
+        let bit = 1u64 << (c % 64);
+        if *w & bit == 0 {
+            *w |= bit;
+            self.len += 1;
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, c: CpuId) {
+        let w = &mut self.words[c / 64];
+        let bit = 1u64 << (c % 64);
+        if *w & bit != 0 {
+            *w &= !bit;
+            self.len -= 1;
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The members in ascending order.
+    fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let b = w.trailing_zeros() as usize;
+                w &= w - 1;
+                Some(i * 64 + b)
+            })
+        })
+    }
 }
 
 /// One scheduling-domain level of a CPU.
@@ -219,10 +400,10 @@ pub struct Cfs {
     /// loaded CPUs the one that pulled longest ago pulls next, as each CPU
     /// balancing on its own tick would.
     last_pull: Vec<SimTime>,
-    idle: BTreeSet<CpuId>,
+    idle: CpuBits,
     /// CPUs with two or more tasks (the kernel's "overloaded"): the only
     /// ones newidle balancing can pull from.
-    overloaded: BTreeSet<CpuId>,
+    overloaded: CpuBits,
     /// Per CPU, the widest domain span inside its LLC (`select_idle_sibling`'s
     /// scan), computed once since the topology does not change.
     llc_span: Vec<Option<Arc<[CpuId]>>>,
@@ -231,13 +412,23 @@ pub struct Cfs {
     eas: bool,
 }
 
+/// `a × b / c` without overflow, in 64-bit arithmetic when the product fits
+/// (always, in practice) and 128-bit otherwise; the same result either way.
+#[inline]
+fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    match a.checked_mul(b) {
+        Some(p) => p / c,
+        None => ((a as u128 * b as u128) / c as u128) as u64,
+    }
+}
+
 /// `delta × 1024 / weight`, the kernel's `calc_delta_fair`.
 #[inline]
 fn calc_delta_fair(delta: u64, weight: u64) -> u64 {
     if weight == NICE_0_LOAD {
         delta
     } else {
-        ((delta as u128 * NICE_0_LOAD as u128) / weight.max(1) as u128) as u64
+        mul_div(delta, NICE_0_LOAD, weight.max(1))
     }
 }
 
@@ -319,8 +510,8 @@ impl Cfs {
             next_balance,
             balance_failed,
             last_pull: vec![SimTime::ZERO; n],
-            idle: (0..n).collect(),
-            overloaded: BTreeSet::new(),
+            idle: CpuBits::full(n),
+            overloaded: CpuBits::new(n),
             llc_span,
             fam,
             capacity_aware: !pinned && (p.bool("capacity_aware")? || p.bool("eas")?),
@@ -351,21 +542,21 @@ impl Cfs {
         rq.nr = (rq.nr as i64 + delta as i64) as u32;
         let after = rq.nr;
         if before == 0 && after > 0 {
-            self.idle.remove(&cpu);
+            self.idle.remove(cpu);
         } else if before > 0 && after == 0 {
             self.idle.insert(cpu);
         }
         if before < 2 && after >= 2 {
             self.overloaded.insert(cpu);
         } else if before >= 2 && after < 2 {
-            self.overloaded.remove(&cpu);
+            self.overloaded.remove(cpu);
         }
     }
 
     fn update_min_vruntime(&mut self, cpu: CpuId) {
         let rq = &self.rqs[cpu];
         let curr = rq.curr.map(|t| self.se[t].vruntime);
-        let left = rq.timeline.first().map(|&(v, _)| v);
+        let left = rq.timeline.first().map(|(v, _)| v);
         let candidate = match (curr, left) {
             (Some(c), Some(l)) => Some(c.min(l)),
             (Some(c), None) => Some(c),
@@ -407,7 +598,7 @@ impl Cfs {
         } else {
             self.latency
         };
-        ((period as u128 * se.weight as u128) / load.max(1) as u128) as u64
+        mul_div(period, se.weight, load.max(1))
     }
 
     /// Move `t`'s vruntime into `cpu`'s frame (migration renormalisation).
@@ -497,7 +688,7 @@ impl Cfs {
     /// Utilisation of `cpu`: the sum over its queued and running tasks.
     fn cpu_util(&self, cx: &Ctx, cpu: CpuId) -> f64 {
         let rq = &self.rqs[cpu];
-        let queued: f64 = rq.timeline.iter().map(|&(_, t)| self.util_now(cx, t)).sum();
+        let queued: f64 = rq.timeline.iter().map(|(_, t)| self.util_now(cx, t)).sum();
         queued + rq.curr.map(|t| self.util_now(cx, t)).unwrap_or(0.0)
     }
 
@@ -596,7 +787,7 @@ impl Cfs {
     /// most `max_weight`.
     fn pick_migratable(&self, cx: &Ctx, src: CpuId, dst: CpuId, max_weight: u64) -> Option<TaskId> {
         let mut best: Option<(SimTime, TaskId)> = None;
-        for &(_, t) in &self.rqs[src].timeline {
+        for (_, t) in self.rqs[src].timeline.iter() {
             let se = &self.se[t];
             if se.weight > max_weight || !cx.task(t).affinity.contains(dst) {
                 continue;
@@ -701,7 +892,7 @@ impl Cfs {
             let mut target = None;
             'levels: for lvl in &self.levels[cpu] {
                 for &c in lvl.span.iter() {
-                    if c != cpu && self.idle.contains(&c) && self.is_idle(cx, c) {
+                    if c != cpu && self.idle.contains(c) && self.is_idle(cx, c) {
                         if let Some(t) = self.pick_migratable(cx, cpu, c, u64::MAX) {
                             target = Some((t, c));
                             break 'levels;
@@ -951,7 +1142,7 @@ impl Scheduler for Cfs {
                 }
             };
             if self.overloaded.len() < span.len() {
-                for &c in &self.overloaded {
+                for c in self.overloaded.iter() {
                     if span.binary_search(&c).is_ok() {
                         consider(c, &self.rqs);
                     }
@@ -1017,7 +1208,7 @@ impl Scheduler for Cfs {
             if delta_exec > ideal {
                 cx.resched(cpu);
             } else if delta_exec >= self.min_gran {
-                if let Some(&(lv, _)) = self.rqs[cpu].timeline.first() {
+                if let Some((lv, _)) = self.rqs[cpu].timeline.first() {
                     if se.vruntime > lv && se.vruntime - lv > ideal {
                         cx.resched(cpu);
                     }
@@ -1077,5 +1268,62 @@ mod tests {
         // nice 0: wall time; nice 5 (weight 335): 1024/335 faster.
         assert_eq!(calc_delta_fair(1_000_000, 1024), 1_000_000);
         assert_eq!(calc_delta_fair(335, 335), 1024);
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The timeline holds exactly what a B-tree set would, in the same
+        /// order, through growing into a tree and shrinking back.
+        #[test]
+        fn timeline_matches_btreeset(ops in proptest::collection::vec((0u8..5, 0u64..40, 0usize..80), 1..600)) {
+            let mut tl = Timeline::default();
+            let mut model: BTreeSet<(u64, TaskId)> = BTreeSet::new();
+            for (op, v, t) in ops {
+                let key = (v, t);
+                match op {
+                    0 | 1 => {
+                        if model.insert(key) {
+                            tl.insert(key);
+                        }
+                    }
+                    2 => prop_assert_eq!(tl.remove(&key), model.remove(&key)),
+                    _ => prop_assert_eq!(tl.pop_first(), model.pop_first()),
+                }
+                prop_assert_eq!(tl.first(), model.first().copied());
+                let got: Vec<_> = tl.iter().collect();
+                let want: Vec<_> = model.iter().copied().collect();
+                prop_assert_eq!(got, want);
+            }
+            // Drain it: the tree turns back into a vector on the way.
+            while !model.is_empty() {
+                prop_assert_eq!(tl.pop_first(), model.pop_first());
+                prop_assert_eq!(tl.first(), model.first().copied());
+            }
+            prop_assert_eq!(tl.pop_first(), None);
+        }
+
+        /// The CPU bit set agrees with a B-tree set on membership, size and
+        /// ascending iteration.
+        #[test]
+        fn cpubits_matches_btreeset(ops in proptest::collection::vec((any::<bool>(), 0usize..200), 1..400)) {
+            let mut bits = CpuBits::new(200);
+            let mut model: BTreeSet<CpuId> = BTreeSet::new();
+            for (ins, c) in ops {
+                if ins {
+                    bits.insert(c);
+                    model.insert(c);
+                } else {
+                    bits.remove(c);
+                    model.remove(&c);
+                }
+                prop_assert_eq!(bits.len(), model.len());
+                prop_assert_eq!(bits.is_empty(), model.is_empty());
+                prop_assert_eq!(bits.contains(c), model.contains(&c));
+                let got: Vec<_> = bits.iter().collect();
+                let want: Vec<_> = model.iter().copied().collect();
+                prop_assert_eq!(got, want);
+            }
+        }
     }
 }

@@ -198,6 +198,14 @@ pub struct Engine {
     dynm: Option<Box<dynamic::DynState>>,
     /// Fusion levels configured (for `Ctx::fusion_levels`).
     fusion_levels: Vec<usize>,
+    /// Per CPU: whether its speed depends on its SMT siblings (a type with
+    /// an SMT factor other than 1 or a program with one, and siblings), so
+    /// that a change of its
+    /// busy state must refresh them. The machine does not change in a run.
+    smt_shared: Vec<bool>,
+    /// Whether any compute phase of any program needs an ISA feature (if
+    /// none does, no phase can fault).
+    any_feature: bool,
 }
 
 macro_rules! cx {
@@ -226,6 +234,33 @@ mod vm;
 pub mod dynamic;
 
 const HASH_K: u64 = 0x517c_c1b7_2722_0a95;
+
+/// `x.ceil() as u64`, without the library call that `ceil` is on a baseline
+/// x86-64 target. Exact for every `f64`: below 2^53 the integer part is
+/// exact and compared; from 2^53 on every `f64` is an integer; NaN and
+/// negative values give 0 and infinity `u64::MAX`, as the cast does.
+#[inline]
+fn ceil_u64(x: f64) -> u64 {
+    let q = x as u64;
+    if (q as f64) < x {
+        q.saturating_add(1)
+    } else {
+        q
+    }
+}
+
+/// `x.round() as u64` (halves away from zero), without the library call.
+/// Exact for every `f64`: the fraction `x - trunc(x)` is computed exactly,
+/// and negative values and NaN give 0 as the cast does.
+#[inline]
+fn round_u64(x: f64) -> u64 {
+    let q = x as u64;
+    if x - q as f64 >= 0.5 {
+        q.saturating_add(1)
+    } else {
+        q
+    }
+}
 
 impl Engine {
     /// Prepare a run.
@@ -306,7 +341,23 @@ impl Engine {
             phys_last: Vec::new(),
             dynm,
             fusion_levels,
+            smt_shared: Vec::new(),
+            any_feature: false,
         };
+        e.any_feature = e
+            .progs
+            .iter()
+            .any(|p| p.params.iter().any(|q| q.feature.is_some()));
+        // A program's own SMT factor makes any core with siblings shared.
+        let program_smt = e
+            .progs
+            .iter()
+            .any(|p| p.params.iter().any(|q| q.smt_factor.is_some()));
+        e.smt_shared = (0..n)
+            .map(|c| {
+                (program_smt || e.m.ty(c).smt_factor != 1.0) && !e.m.cpus[c].siblings.is_empty()
+            })
+            .collect();
         if !e.vms.is_empty() {
             e.vm_mark_guests();
         }
@@ -507,7 +558,7 @@ impl Engine {
                 let dt = if task.remaining <= 0.0 {
                     0
                 } else {
-                    (task.remaining / rate).ceil() as u64
+                    ceil_u64(task.remaining / rate)
                 };
                 let start = self.now.max(task.stall_until);
                 let c = &mut self.cpus[cpu];
@@ -543,7 +594,14 @@ impl Engine {
     }
 
     /// A CPU's busy state changed: SMT siblings may change speed.
+    #[inline(always)]
     fn refresh_siblings(&mut self, cpu: CpuId) {
+        if self.smt_shared[cpu] {
+            self.refresh_siblings_now(cpu);
+        }
+    }
+
+    fn refresh_siblings_now(&mut self, cpu: CpuId) {
         let type_smt = self.m.types[self.m.cpus[cpu].ty].smt_factor;
         for i in 0..self.m.cpus[cpu].siblings.len() {
             let s = self.m.cpus[cpu].siblings[i];
@@ -629,10 +687,38 @@ impl Engine {
         if self.reqs.is_empty() {
             return Ok(());
         }
+        // The commonest batch by far: one tick wish from the scheduler.
+        if let [Request::WantTick { cpu, on }] = self.reqs[..] {
+            if matches!(self.src, Src::Sched) && cpu < self.m.ncpus() {
+                self.reqs.clear();
+                self.want_tick(cpu, on);
+                return Ok(());
+            }
+        }
         self.apply_pending()
     }
 
     fn apply_pending(&mut self) -> Result<(), SimError> {
+        // The scheduler's frequent requests (tick wishes, reschedules) trigger
+        // no callback, so a run of them at the front of the batch is applied
+        // straight from `reqs`; usually that is the whole batch.
+        if matches!(self.src, Src::Sched) {
+            let n = self.m.ncpus();
+            let mut i = 0;
+            while i < self.reqs.len() {
+                match self.reqs[i] {
+                    Request::WantTick { cpu, on } if cpu < n => self.want_tick(cpu, on),
+                    Request::Resched(cpu) if cpu < n => self.flag_resched(cpu),
+                    _ => break,
+                }
+                i += 1;
+            }
+            if i == self.reqs.len() {
+                self.reqs.clear();
+                return Ok(());
+            }
+            self.reqs.drain(..i);
+        }
         // Swap in a spare buffer so that the callbacks that applying a request
         // triggers can record into `reqs` without reallocating every time.
         while !self.reqs.is_empty() {
@@ -1017,7 +1103,15 @@ impl Engine {
     /// Check that `cpu` has the ISA feature the current phase of `t` needs.
     /// If not, the scheduler may handle the fault; otherwise the task gets the
     /// SIGILL outcome. Returns whether `t` may go on running on `cpu`.
+    #[inline]
     fn feature_ok(&mut self, t: TaskId, cpu: CpuId) -> Result<bool, SimError> {
+        if !self.any_feature {
+            return Ok(true);
+        }
+        self.feature_ok_slow(t, cpu)
+    }
+
+    fn feature_ok_slow(&mut self, t: TaskId, cpu: CpuId) -> Result<bool, SimError> {
         if !self.level.is_empty() && self.is_vcpu(t) {
             return Ok(true); // ISA features are not modelled inside VMs
         }
@@ -1428,7 +1522,7 @@ impl Engine {
                 }
                 Op::Sleep { ns } => {
                     self.tasks[t].pc += 1;
-                    let ns = self.jitter(p, ns as f64).round() as u64;
+                    let ns = round_u64(self.jitter(p, ns as f64));
                     if ns > 0 {
                         return self.sleep_for(t, ns, "sleep");
                     }
@@ -1903,5 +1997,49 @@ impl Engine {
         }
         self.last_energy = e;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ceil_u64, round_u64};
+    use proptest::prelude::*;
+
+    #[test]
+    fn rounding_helpers_match_std_on_edge_values() {
+        let edges = [
+            0.0,
+            -0.0,
+            0.5,
+            0.49999999999999994,
+            1.5,
+            2.5,
+            -0.3,
+            -2.5,
+            4503599627370495.5,
+            4503599627370496.0,
+            9007199254740993.0,
+            1.8446744073709552e19,
+            3e19,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+        ];
+        for x in edges {
+            assert_eq!(ceil_u64(x), x.ceil() as u64, "ceil {x}");
+            assert_eq!(round_u64(x), x.round() as u64, "round {x}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn rounding_helpers_match_std(bits in any::<u64>(), small in 0.0f64..1e12) {
+            for x in [f64::from_bits(bits), small] {
+                prop_assert_eq!(ceil_u64(x), x.ceil() as u64);
+                prop_assert_eq!(round_u64(x), x.round() as u64);
+            }
+        }
     }
 }
