@@ -826,3 +826,59 @@ fn object_cpus_limits_the_cpus_node_managers_build_objects_from() {
         );
     }
 }
+
+#[test]
+fn overlapping_object_requests_do_not_fuse_a_cpu_twice() {
+    // B (CPU 1) asks for {1, 2} and starts first: the object fuses at 0. A
+    // (CPU 0) starts at 10 ms and asks for {0, 1}; CPU 1 represents B's
+    // object, so A must not borrow it while B holds it (the engine would
+    // refuse the fuse and end the run). A fuses once B has finished.
+    let r = go(r#"
+duration_s = 2
+scheduler = "chameleon[objects=A:2:1 B:2:1, min_granularity_ms=16]"
+[machine]
+tick_hz = 250
+migration.enabled = false
+[machine.types.c]
+capacity = 1024
+[[machine.clusters]]
+type = "c"
+cores = 3
+[[workload.programs]]
+name = "B"
+kind = "sequential"
+work_ms = 300
+affinity = [1]
+[[workload.programs]]
+name = "A"
+kind = "sequential"
+work_ms = 300
+start_ms = 10
+affinity = [0]
+[dynamic]
+[[dynamic.fusion]]
+level = 2
+speedup = { default = 2.0 }
+"#);
+    let d = r.dynamic.as_ref().unwrap();
+    let fuses: Vec<(Vec<usize>, f64)> = d
+        .reconfigs
+        .iter()
+        .filter(|x| x.op == "fuse")
+        .map(|x| (x.cpus.clone(), x.start_s))
+        .collect();
+    assert_eq!(fuses[0].0, vec![1, 2]);
+    let b_end = completion(&r, "B");
+    for (cpus, at) in &fuses[1..] {
+        if cpus.contains(&1) && cpus[0] == 0 {
+            assert!(
+                *at >= b_end,
+                "A fused {cpus:?} at {at} while B's object stood (B ended {b_end})"
+            );
+        }
+    }
+    assert!(
+        fuses.iter().any(|(c, _)| c == &vec![0, 1]),
+        "A never fused: {fuses:?}"
+    );
+}

@@ -381,7 +381,11 @@ impl Chameleon {
                 return;
             }
             if let Some(b) = self.borrowed(cx, cpu, level) {
-                if b.iter().all(|&c| self.may_borrow(cx, t, c)) {
+                // A CPU lent to another object, or representing one, is not
+                // free to borrow whatever the vruntimes say.
+                if b.iter()
+                    .all(|&c| !self.lent[c] && self.obj[c].is_none() && self.may_borrow(cx, t, c))
+                {
                     let mut cpus = vec![cpu];
                     cpus.extend(&b);
                     for &c in &b {
@@ -460,7 +464,7 @@ impl Chameleon {
         for level in levels {
             let b = &obj[1..level];
             if b.iter()
-                .all(|&c| !self.lent[c] && self.may_borrow(cx, t, c))
+                .all(|&c| !self.lent[c] && self.obj[c].is_none() && self.may_borrow(cx, t, c))
             {
                 for &c in b {
                     self.lent[c] = true;
