@@ -329,6 +329,29 @@ work_ms = 1e7
 }
 
 #[test]
+fn cfs_spreads_new_threads_over_idle_cores_first() {
+    // Four spinners on 4 cores x 2 hyperthreads: find_idlest_group puts one
+    // on each core (cpus 0, 2, 4, 6), not on the first four hyperthreads, so
+    // none shares its core.
+    let r = go(r#"
+duration_s = 1
+stop_when_done = false
+machine.preset = "smt-4x2"
+[[workload.programs]]
+kind = "parallel"
+threads = 4
+work_ms = 100000
+"#);
+    let busy: Vec<usize> = r
+        .cpus
+        .iter()
+        .filter(|c| c.utilization > 0.9)
+        .map(|c| c.cpu)
+        .collect();
+    assert_eq!(busy, vec![0, 2, 4, 6]);
+}
+
+#[test]
 fn missing_feature_gives_sigill() {
     let r = go(r#"
 duration_s = 1

@@ -873,10 +873,10 @@ def chameleon_f9(scale: str) -> Outcome:
             verdict=verdict_trend(all(c < h for c, h in zip(cfs_top, cham_top, strict=True))),
             note=(
                 "programs alone more than half the time under cfs: "
-                f"{', '.join(cfs_alone) or 'none'}. The model's cfs places new threads by "
-                "run-queue load only and does not prefer idle cores (no select_idle_core, no "
-                "SMT-level balancing), so it may leave a core idle where Linux would put "
-                "some arbitrary programs alone"
+                f"{', '.join(cfs_alone) or 'none'}. cfs spreads new threads over idle "
+                "cores first (find_idlest_group, select_idle_core), so the first four take "
+                "a core each and the last two share; which programs stay alone depends on "
+                "the order they start in, not on what they gain"
             ),
         )
     )

@@ -767,20 +767,37 @@ impl Cfs {
     }
 
     /// Least loaded allowed online CPU (ties: lowest id).
+    /// SMT siblings of `cpu` that are running or have queued work (0 without
+    /// SMT).
+    fn busy_siblings(&self, cx: &Ctx, cpu: CpuId) -> u32 {
+        cx.machine.cpus[cpu]
+            .siblings
+            .iter()
+            .filter(|&&s| cx.current(s).is_some() || self.rqs[s].nr > 0)
+            .count() as u32
+    }
+
     fn idlest(&self, cx: &Ctx, t: TaskId) -> CpuId {
         let aff = &cx.task(t).affinity;
-        let mut best: Option<(u64, u32, CpuId)> = None;
+        let mut best: Option<(u64, u32, u32, CpuId)> = None;
         for c in 0..cx.ncpus() {
             if !aff.contains(c) || !cx.online(c) {
                 continue;
             }
             let busy = cx.current(c).is_some() as u64;
-            let key = (self.rqs[c].load.max(busy * NICE_0_LOAD), self.rqs[c].nr, c);
+            // find_idlest_group: at equal load a CPU whose core has more idle
+            // hyperthreads wins (a fully idle core before a shared one).
+            let key = (
+                self.rqs[c].load.max(busy * NICE_0_LOAD),
+                self.busy_siblings(cx, c),
+                self.rqs[c].nr,
+                c,
+            );
             if best.is_none_or(|b| key < b) {
                 best = Some(key);
             }
         }
-        best.map(|b| b.2).unwrap_or(cx.task(t).cpu)
+        best.map(|b| b.3).unwrap_or(cx.task(t).cpu)
     }
 
     /// The coldest queued task on `src` that may run on `dst` and weighs at
@@ -1020,15 +1037,25 @@ impl Scheduler for Cfs {
                 if self.idle.is_empty() {
                     return p; // nothing idle anywhere: no need to scan the LLC
                 }
-                // select_idle_sibling: scan the LLC, starting after prev.
+                // select_idle_sibling: scan the LLC, starting after prev;
+                // with SMT, a CPU of a fully idle core first
+                // (select_idle_core), then any idle CPU.
                 if let Some(span) = &self.llc_span[p] {
                     // Spans are in ascending CPU order.
                     let start = span.binary_search(&p).unwrap_or(0);
+                    let smt = !cx.machine.cpus[p].siblings.is_empty();
+                    let mut idle_cpu = None;
                     for i in 1..span.len() {
                         let c = span[(start + i) % span.len()];
                         if aff.contains(c) && self.is_idle(cx, c) {
-                            return c;
+                            if !smt || self.busy_siblings(cx, c) == 0 {
+                                return c;
+                            }
+                            idle_cpu.get_or_insert(c);
                         }
+                    }
+                    if let Some(c) = idle_cpu {
+                        return c;
                     }
                 }
                 p
