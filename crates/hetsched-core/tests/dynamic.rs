@@ -3,38 +3,12 @@
 
 mod common;
 
-use common::{err, go};
+use common::{completion, err, go, pinned, FOUR};
 use hetsched_core::dynamic::{ReconfigOp, Reconfigured};
 use hetsched_core::hw::reconfig::Mechanism;
 use hetsched_core::metrics::RunResults;
 use hetsched_core::policy::{make_scheduler, Ctx, EnqFlags, Scheduler};
 use hetsched_core::sim::RunOptions;
-
-/// Four identical CPUs at full speed, no migration cost.
-const FOUR: &str = r#"
-duration_s = 2
-[machine]
-migration.enabled = false
-[machine.types.core]
-capacity = 1024
-[[machine.clusters]]
-type = "core"
-cores = 4
-"#;
-
-fn pinned(name: &str, cpu: u32, work_ms: f64) -> String {
-    format!(
-        "[[workload.programs]]\nname = \"{name}\"\nkind = \"sequential\"\nwork_ms = {work_ms}\naffinity = [{cpu}]\n"
-    )
-}
-
-fn completion(r: &hetsched_core::metrics::RunResults, name: &str) -> f64 {
-    r.programs
-        .iter()
-        .find(|p| p.program == name)
-        .unwrap_or_else(|| panic!("no program {name}"))
-        .completion_s
-}
 
 #[test]
 fn native_offline_halts_every_other_cpu_for_stop_machine() {

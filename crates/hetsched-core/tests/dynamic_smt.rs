@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{err, go};
+use common::{completion, err, go, pinned, FOUR};
 use hetsched_core::metrics::RunResults;
 
 /// Two cores of two hyperthreads (cpus 0-1 on core 0, 2-3 on core 1); a
@@ -22,32 +22,6 @@ type = "ht"
 cores = 2
 smt = 2
 "#;
-
-/// Four cores without SMT.
-const FOUR: &str = r#"
-duration_s = 2
-[machine]
-migration.enabled = false
-[machine.types.core]
-capacity = 1024
-[[machine.clusters]]
-type = "core"
-cores = 4
-"#;
-
-fn pinned(name: &str, cpu: u32, work_ms: f64) -> String {
-    format!(
-        "[[workload.programs]]\nname = \"{name}\"\nkind = \"sequential\"\nwork_ms = {work_ms}\naffinity = [{cpu}]\n"
-    )
-}
-
-fn completion(r: &RunResults, name: &str) -> f64 {
-    r.programs
-        .iter()
-        .find(|p| p.program == name)
-        .unwrap_or_else(|| panic!("no program {name}"))
-        .completion_s
-}
 
 fn smt_dynamic(events: &str) -> String {
     format!(

@@ -95,3 +95,31 @@ pub fn random_scenario(
     }
     s
 }
+
+/// Four identical CPUs at full speed, no migration cost (2 simulated s).
+pub const FOUR: &str = r#"
+duration_s = 2
+[machine]
+migration.enabled = false
+[machine.types.core]
+capacity = 1024
+[[machine.clusters]]
+type = "core"
+cores = 4
+"#;
+
+/// A sequential program `name` of `work_ms`, pinned to `cpu`.
+pub fn pinned(name: &str, cpu: u32, work_ms: f64) -> String {
+    format!(
+        "[[workload.programs]]\nname = \"{name}\"\nkind = \"sequential\"\nwork_ms = {work_ms}\naffinity = [{cpu}]\n"
+    )
+}
+
+/// Completion time of program `name`, s.
+pub fn completion(r: &RunResults, name: &str) -> f64 {
+    r.programs
+        .iter()
+        .find(|p| p.program == name)
+        .unwrap_or_else(|| panic!("no program {name}"))
+        .completion_s
+}
