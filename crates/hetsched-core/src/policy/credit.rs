@@ -1157,7 +1157,11 @@ mod tests {
                 }
                 for from in 0..n {
                     let want = (1..=n).map(|k| (from + k) % n).find(|&c| set[c]);
-                    assert_eq!(next_cyclic(n, from, |w| words[w]), want, "n {n} from {from}");
+                    assert_eq!(
+                        next_cyclic(n, from, |w| words[w]),
+                        want,
+                        "n {n} from {from}"
+                    );
                 }
             }
         }
