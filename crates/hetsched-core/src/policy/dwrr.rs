@@ -227,6 +227,9 @@ struct Cpu {
     idle: bool,
     /// Sum of the weights of the threads whose home this CPU is.
     load: u64,
+    /// Sum of the weights of the queued threads (round-active and
+    /// round-expired), kept with the queues.
+    queued_w: u64,
     tick_on: bool,
     /// Deadline of the armed timer, if any.
     armed: Option<SimTime>,
@@ -401,6 +404,18 @@ impl Dwrr {
                     cpu.load, load[c]
                 ));
             }
+            let qw: u64 = cpu
+                .active
+                .iter()
+                .chain(cpu.expired.iter())
+                .map(|&t| self.th[t].weight)
+                .sum();
+            if qw != cpu.queued_w {
+                return Err(format!(
+                    "cpu {c}: queued weight {} but its queued threads weigh {qw}",
+                    cpu.queued_w
+                ));
+            }
             let has = !cpu.active.is_empty() || !cpu.expired.is_empty();
             if has != (self.queued[c / 64] & (1 << (c % 64)) != 0) {
                 return Err(format!("cpu {c}: queued mask says {}", !has));
@@ -452,6 +467,20 @@ impl Dwrr {
 
     /// Bring `cpu`'s bit of the queued mask up to date after its queues
     /// changed.
+    /// `t` joined (`add`) or left `cpu`'s queues: its weight and the
+    /// queued mask follow.
+    #[inline]
+    fn queued_change(&mut self, cpu: CpuId, t: TaskId, add: bool) {
+        let w = self.th[t].weight;
+        let c = &mut self.cpus[cpu];
+        if add {
+            c.queued_w += w;
+        } else {
+            c.queued_w -= w;
+        }
+        self.mark(cpu);
+    }
+
     #[inline]
     fn mark(&mut self, cpu: CpuId) {
         let c = &self.cpus[cpu];
@@ -607,7 +636,7 @@ impl Dwrr {
             self.th[t].local = 0;
             self.cpus[cpu].active.push_back(t);
         }
-        self.mark(cpu);
+        self.queued_change(cpu, t, true);
     }
 
     /// Whether `q`'s queued threads may be moved by Step 1(i), and from
@@ -658,17 +687,24 @@ impl Dwrr {
             let same_round = c.round == self.highest;
             // The last queued thread of round-active that may run on p, and
             // the first of round-expired; each with its key's first part.
+            // (The end of each queue is tried first: it nearly always fits.)
+            let fits = |t: &&TaskId| cx.task(**t).affinity.contains(p);
             let from_act = act
                 .then(|| {
                     c.active
-                        .iter()
-                        .rev()
-                        .find(|&&t| cx.task(t).affinity.contains(p))
+                        .back()
+                        .filter(fits)
+                        .or_else(|| c.active.iter().rev().find(fits))
                 })
                 .flatten()
                 .map(|&t| (if same_round { 0 } else { 2 }, t, false));
             let from_exp = exp
-                .then(|| c.expired.iter().find(|&&t| cx.task(t).affinity.contains(p)))
+                .then(|| {
+                    c.expired
+                        .front()
+                        .filter(fits)
+                        .or_else(|| c.expired.iter().find(fits))
+                })
                 .flatten()
                 .map(|&t| (1, t, true));
             // The pressure (queued weight over rating) only decides among
@@ -679,12 +715,7 @@ impl Dwrr {
             if !wanted {
                 continue;
             }
-            let queued: u64 = c
-                .active
-                .iter()
-                .chain(c.expired.iter())
-                .map(|&t| self.th[t].weight)
-                .sum();
+            let queued = c.queued_w;
             let pressure = -(queued as f64 / self.rating(cx, q));
             for (kind, t, e) in from_act.into_iter().chain(from_exp) {
                 let key = (kind, pressure, q);
@@ -756,11 +787,11 @@ impl Dwrr {
             .position(|&t| t == t2)
             .expect("found above");
         self.cpus[p].expired.remove(pos);
-        self.mark(p);
+        self.queued_change(p, t2, false);
         self.set_home(t2, Some(s));
         self.th[t2].local = 0;
         self.cpus[s].active.push_back(t2);
-        self.mark(s);
+        self.queued_change(s, t2, true);
         cx.migrate(t2, s);
         self.cpus[s].round = round_p + 1;
         self.bump_highest(round_p + 1);
@@ -796,13 +827,13 @@ impl Dwrr {
                     .position(|&x| x == t)
                     .expect("candidate is queued");
                 queue.remove(pos);
-                self.mark(q);
+                self.queued_change(q, t, false);
                 let h = self.highest;
                 self.join(now, p, h);
                 self.set_home(t, Some(p));
                 self.th[t].local = 0;
                 self.cpus[p].active.push_back(t);
-                self.mark(p);
+                self.queued_change(p, t, true);
                 // No cx.migrate: pick_next returns t at once and the engine
                 // assigns it to p; a migrate request would flag p (idle
                 // during the callback) for a second, spurious resched.
@@ -919,7 +950,7 @@ impl Scheduler for Dwrr {
         let mut best: Option<(u64, bool, CpuId)> = None;
         for c in 0..self.cpus.len() {
             let s = &self.cpus[c];
-            if ok(c) && (s.idle || s.round == self.highest) {
+            if (s.idle || s.round == self.highest) && ok(c) {
                 let key = (if s.idle { 0 } else { s.load }, Some(c) != prev, c);
                 if best.is_none_or(|b| key < b) {
                     best = Some(key);
@@ -982,19 +1013,23 @@ impl Scheduler for Dwrr {
             return;
         };
         let c = &mut self.cpus[home];
-        if let Some(i) = c.active.iter().position(|&x| x == t) {
-            c.active.remove(i);
+        let found = if let Some(i) = c.active.iter().position(|&x| x == t) {
+            c.active.remove(i).is_some()
         } else if let Some(i) = c.expired.iter().position(|&x| x == t) {
-            c.expired.remove(i);
+            c.expired.remove(i).is_some()
+        } else {
+            false
+        };
+        if found {
+            self.queued_change(home, t, false);
         }
-        self.mark(home);
         self.set_home(t, None);
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
         loop {
             if let Some(t) = self.cpus[cpu].active.pop_front() {
-                self.mark(cpu);
+                self.queued_change(cpu, t, false);
                 let c = &mut self.cpus[cpu];
                 c.curr = Some(t);
                 c.exec_start = cx.now;
@@ -1116,9 +1151,20 @@ impl Scheduler for Dwrr {
             return;
         }
         let home = self.th[t].home;
+        // A queued thread's weight counts in its CPU's queued weight.
+        let queued_on = home.filter(|&h| {
+            let c = &self.cpus[h];
+            c.active.contains(&t) || c.expired.contains(&t)
+        });
+        if let Some(h) = queued_on {
+            self.queued_change(h, t, false);
+        }
         self.set_home(t, None);
         self.th[t].weight = cx.task(t).weight as u64;
         self.set_home(t, home);
+        if let Some(h) = queued_on {
+            self.queued_change(h, t, true);
+        }
     }
 }
 
