@@ -950,7 +950,7 @@ impl Scheduler for Dwrr {
         let mut best: Option<(u64, bool, CpuId)> = None;
         for c in 0..self.cpus.len() {
             let s = &self.cpus[c];
-            if (s.idle || s.round == self.highest) && ok(c) {
+            if ok(c) && (s.idle || s.round == self.highest) {
                 let key = (if s.idle { 0 } else { s.load }, Some(c) != prev, c);
                 if best.is_none_or(|b| key < b) {
                     best = Some(key);
