@@ -409,13 +409,12 @@ impl Credit {
 
     /// Active host tasks, ascending.
     fn active_tasks(&self, cx: &Ctx) -> Vec<TaskId> {
-        let mut v: Vec<TaskId> = self
-            .rq
-            .iter()
-            .flatten()
-            .copied()
-            .chain((0..cx.ncpus()).filter_map(|c| cx.current(c)))
-            .collect();
+        // Sized once: collecting a flattened chain grows the vector step by
+        // step otherwise.
+        let queued: usize = self.rq.iter().map(|q| q.len()).sum();
+        let mut v: Vec<TaskId> = Vec::with_capacity(queued + cx.ncpus());
+        v.extend(self.rq.iter().flatten().copied());
+        v.extend((0..cx.ncpus()).filter_map(|c| cx.current(c)));
         v.sort_unstable();
         v.dedup();
         v
