@@ -193,6 +193,40 @@ def run_series() -> list[dict]:
     return rows
 
 
+def toml_value(v: object) -> str:
+    """A value in TOML's inline syntax (tables inline, keys bare)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + "}"
+    raise TypeError(f"no TOML form for {type(v).__name__}")
+
+
+def to_toml(scn: dict) -> str:
+    """A scenario as a TOML file, one top-level key a line, so that the
+    engine's benchmark binary (and a profiler around it) can run a point."""
+    return "".join(f"{k} = {toml_value(v)}\n" for k, v in scn.items())
+
+
 if __name__ == "__main__":
-    for r in run_series():
-        print(json.dumps(r))
+    import argparse
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--toml", metavar="DIR", help="write each point as DIR/NAME.toml, run nothing")
+    args = ap.parse_args()
+    if args.toml:
+        out = Path(args.toml)
+        out.mkdir(parents=True, exist_ok=True)
+        for _, _, _, scn in points():
+            (out / f"{scn['name']}.toml").write_text(to_toml(scn))
+            print(out / f"{scn['name']}.toml")
+    else:
+        for r in run_series():
+            print(json.dumps(r))

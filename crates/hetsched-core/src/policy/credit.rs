@@ -143,6 +143,76 @@ struct Aash {
     pub grants: Vec<(SimTime, TaskId)>,
 }
 
+/// The machine's last-level-cache domains: each CPU's domain (dense
+/// index), each domain's CPUs as a bit mask, and a per-domain counter that
+/// `xen_pick` fills with idle CPUs.
+#[derive(Default)]
+struct LlcMasks {
+    idx: Vec<usize>,
+    mask: Vec<Vec<u64>>,
+    count: Vec<usize>,
+}
+
+impl LlcMasks {
+    fn new(m: &Machine, n: usize) -> LlcMasks {
+        let words = n.div_ceil(64);
+        let mut ids: Vec<u32> = Vec::new();
+        let mut out = LlcMasks::default();
+        for c in 0..n {
+            let l = m.cpus[c].llc;
+            let d = match ids.iter().position(|&x| x == l) {
+                Some(d) => d,
+                None => {
+                    ids.push(l);
+                    out.mask.push(vec![0; words]);
+                    ids.len() - 1
+                }
+            };
+            out.idx.push(d);
+            out.mask[d][c / 64] |= 1 << (c % 64);
+        }
+        out.count = vec![0; ids.len()];
+        out
+    }
+}
+
+/// The first CPU after `from` in cyclic order (`from + 1`, …, `n - 1`, `0`,
+/// …, `from`) whose bit is set in the mask given word by word by `word`.
+#[inline]
+fn next_cyclic(n: usize, from: CpuId, word: impl Fn(usize) -> u64) -> Option<CpuId> {
+    let words = n.div_ceil(64);
+    let start = from + 1;
+    // From `start` to the end.
+    if start < n {
+        let (w0, b0) = (start / 64, start % 64);
+        let first = word(w0) & (u64::MAX << b0);
+        if first != 0 {
+            return Some(w0 * 64 + first.trailing_zeros() as usize);
+        }
+        for w in w0 + 1..words {
+            let x = word(w);
+            if x != 0 {
+                return Some(w * 64 + x.trailing_zeros() as usize);
+            }
+        }
+    }
+    // Wrapped: from 0 up to `from` itself.
+    let last = from.min(n - 1);
+    for w in 0..=last / 64 {
+        let mut x = word(w);
+        if w == last / 64 {
+            let b = last % 64;
+            if b < 63 {
+                x &= (1u64 << (b + 1)) - 1;
+            }
+        }
+        if x != 0 {
+            return Some(w * 64 + x.trailing_zeros() as usize);
+        }
+    }
+    None
+}
+
 /// Xen Credit, optionally with AASH.
 pub struct Credit {
     name: String,
@@ -158,6 +228,11 @@ pub struct Credit {
     aash: Option<Aash>,
     /// Where `xen_pick` last chose within each CPU's domain.
     idle_bias: Vec<CpuId>,
+    /// The machine's LLC domains as CPU masks, for `xen_pick`.
+    llc: LlcMasks,
+    /// Reused bit masks of `xen_pick` (allowed and idle CPUs).
+    scratch_allowed: Vec<u64>,
+    scratch_idlers: Vec<u64>,
     /// Priority transitions (time, task, from, to), kept when `log` is on.
     pub log: Option<Vec<(SimTime, TaskId, &'static str, &'static str)>>,
 }
@@ -227,6 +302,9 @@ impl Credit {
             pri: Vec::new(),
             aash,
             idle_bias: Vec::new(),
+            llc: LlcMasks::default(),
+            scratch_allowed: Vec::new(),
+            scratch_idlers: Vec::new(),
             log: None,
         })
     }
@@ -331,13 +409,12 @@ impl Credit {
 
     /// Active host tasks, ascending.
     fn active_tasks(&self, cx: &Ctx) -> Vec<TaskId> {
-        let mut v: Vec<TaskId> = self
-            .rq
-            .iter()
-            .flatten()
-            .copied()
-            .chain((0..cx.ncpus()).filter_map(|c| cx.current(c)))
-            .collect();
+        // Sized once: collecting a flattened chain grows the vector step by
+        // step otherwise.
+        let queued: usize = self.rq.iter().map(|q| q.len()).sum();
+        let mut v: Vec<TaskId> = Vec::with_capacity(queued + cx.ncpus());
+        v.extend(self.rq.iter().flatten().copied());
+        v.extend((0..cx.ncpus()).filter_map(|c| cx.current(c)));
         v.sort_unstable();
         v.dedup();
         v
@@ -437,6 +514,9 @@ impl Credit {
         let n = self.rq.len();
         for k in 1..n {
             let peer = (cpu + k) % n;
+            if self.rq[peer].is_empty() {
+                continue;
+            }
             if let Some(a) = &self.aash {
                 if a.fast[peer] != a.fast[cpu] {
                     continue; // AASH: no stealing across core types
@@ -772,7 +852,16 @@ impl Scheduler for Credit {
             self.aash_know(cx, task);
         }
         let n = cx.ncpus();
-        let ok = |s: &Self, c: CpuId| s.allowed(cx, task, c);
+        // `allowed`, with the task's fast-credit status looked up once.
+        let holder = self.aash.as_ref().map(|a| a.holders.contains(&task));
+        let ok = |s: &Self, c: CpuId| {
+            cx.online(c)
+                && cx.task(task).affinity.contains(c)
+                && match (&s.aash, holder) {
+                    (Some(a), Some(h)) => a.fast[c] == h,
+                    _ => true,
+                }
+        };
         if let Some(p) = prev {
             if let Some(c) = self.xen_pick(cx, task, p) {
                 if self.idle(cx, c) {
@@ -806,12 +895,14 @@ impl Scheduler for Credit {
                 }
             }
         }
-        let idle: Vec<CpuId> = (0..n)
-            .filter(|&c| ok(self, c) && self.idle(cx, c))
-            .collect();
-        if !idle.is_empty() && prev.is_none() {
-            // A first start: Xen's choice among idle CPUs is arbitrary.
-            return idle[(cx.random_u64() % idle.len() as u64) as usize];
+        if prev.is_none() {
+            let idle: Vec<CpuId> = (0..n)
+                .filter(|&c| ok(self, c) && self.idle(cx, c))
+                .collect();
+            if !idle.is_empty() {
+                // A first start: Xen's choice among idle CPUs is arbitrary.
+                return idle[(cx.random_u64() % idle.len() as u64) as usize];
+            }
         }
         if let Some(p) = prev {
             if ok(self, p) {
@@ -952,43 +1043,81 @@ impl Credit {
     /// beats a busy one.
     fn xen_pick(&mut self, cx: &Ctx, t: TaskId, prev: CpuId) -> Option<CpuId> {
         let n = cx.ncpus();
-        let allowed: Vec<bool> = (0..n).map(|c| self.allowed(cx, t, c)).collect();
-        let cycle = |from: CpuId, set: &[bool]| (1..=n).map(|k| (from + k) % n).find(|&c| set[c]);
-        let mut cpu = if allowed[prev] {
-            prev
-        } else {
-            cycle(prev, &allowed)?
-        };
-        let idlers: Vec<bool> = (0..n).map(|c| allowed[c] && self.idle(cx, c)).collect();
-        let llc = |c: CpuId| cx.machine.cpus[c].llc;
-        let count = |d: u32| (0..n).filter(|&c| idlers[c] && llc(c) == d).count();
-        let mut cands = idlers.clone();
-        cands[cpu] = false;
         if self.idle_bias.len() < n {
             self.idle_bias = (0..n).collect();
         }
-        while let Some(nxt) = cycle(cpu, &cands) {
-            let same = llc(nxt) == llc(cpu);
-            let (wc, wn) = if same {
-                (idlers[cpu] as usize, idlers[nxt] as usize)
-            } else {
-                (count(llc(cpu)), count(llc(nxt)))
-            };
-            let group: Vec<bool> = (0..n)
-                .map(|c| cands[c] && if same { c == nxt } else { llc(c) == llc(nxt) })
-                .collect();
-            if wc < wn {
-                let bias = self.idle_bias[nxt];
-                cpu = cycle(bias, &group).unwrap_or(nxt);
-                self.idle_bias[nxt] = cpu;
-            }
-            for c in 0..n {
-                if group[c] {
-                    cands[c] = false;
+        if self.llc.idx.len() != n {
+            self.llc = LlcMasks::new(cx.machine, n);
+        }
+        let words = n.div_ceil(64);
+        // One pass over the CPUs: who may take `t`, who of those is idle,
+        // and how many idle ones each LLC domain has.
+        let holder = self.aash.as_ref().map(|a| a.holders.contains(&t));
+        let mut allowed = std::mem::take(&mut self.scratch_allowed);
+        let mut idlers = std::mem::take(&mut self.scratch_idlers);
+        allowed.clear();
+        allowed.resize(words, 0);
+        idlers.clear();
+        idlers.resize(words, 0);
+        let counts = &mut self.llc.count;
+        counts.iter_mut().for_each(|k| *k = 0);
+        let aff = &cx.task(t).affinity;
+        for c in 0..n {
+            let ok = cx.online(c)
+                && aff.contains(c)
+                && match (&self.aash, holder) {
+                    (Some(a), Some(h)) => a.fast[c] == h,
+                    _ => true,
+                };
+            if ok {
+                allowed[c / 64] |= 1 << (c % 64);
+                if cx.current(c).is_none() && self.rq[c].is_empty() {
+                    idlers[c / 64] |= 1 << (c % 64);
+                    counts[self.llc.idx[c]] += 1;
                 }
             }
-            cands[cpu] = false;
         }
+        let has = |set: &[u64], c: CpuId| set[c / 64] & (1 << (c % 64)) != 0;
+        let mut cpu = if has(&allowed, prev) {
+            prev
+        } else {
+            match next_cyclic(n, prev, |w| allowed[w]) {
+                Some(c) => c,
+                None => {
+                    self.scratch_allowed = allowed;
+                    self.scratch_idlers = idlers;
+                    return None;
+                }
+            }
+        };
+        let mut cands = idlers.clone();
+        cands[cpu / 64] &= !(1 << (cpu % 64));
+        let llc = &self.llc;
+        while let Some(nxt) = next_cyclic(n, cpu, |w| cands[w]) {
+            let (dc, dn) = (llc.idx[cpu], llc.idx[nxt]);
+            if dc == dn {
+                // Within a domain: an idle CPU beats a busy one; the group
+                // is `nxt` alone, so the cycle from the bias finds it.
+                if !has(&idlers, cpu) {
+                    cpu = nxt;
+                    self.idle_bias[nxt] = nxt;
+                }
+                cands[nxt / 64] &= !(1 << (nxt % 64));
+            } else {
+                let dom = &llc.mask[dn];
+                if llc.count[dc] < llc.count[dn] {
+                    let bias = self.idle_bias[nxt];
+                    cpu = next_cyclic(n, bias, |w| cands[w] & dom[w]).unwrap_or(nxt);
+                    self.idle_bias[nxt] = cpu;
+                }
+                for (w, d) in cands.iter_mut().zip(dom.iter()) {
+                    *w &= !d;
+                }
+            }
+            cands[cpu / 64] &= !(1 << (cpu % 64));
+        }
+        self.scratch_allowed = allowed;
+        self.scratch_idlers = idlers;
         Some(cpu)
     }
 
@@ -996,6 +1125,44 @@ impl Credit {
         match cx.vcpu(t) {
             Some(v) if v.aware => v.index < v.fast_vcpus,
             _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_cyclic;
+
+    /// The cyclic search over bit masks against the plain scan it replaces
+    /// (`from + 1`, …, `from + n` modulo `n`), on sizes around word
+    /// boundaries and masks from a fixed generator.
+    #[test]
+    fn next_cyclic_matches_a_scan() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in [1usize, 2, 5, 63, 64, 65, 127, 128, 129, 200] {
+            for density in [0u64, 1, 8, 32, 64] {
+                let set: Vec<bool> = (0..n).map(|_| rnd() % 64 < density).collect();
+                let mut words = vec![0u64; n.div_ceil(64)];
+                for (c, &b) in set.iter().enumerate() {
+                    if b {
+                        words[c / 64] |= 1 << (c % 64);
+                    }
+                }
+                for from in 0..n {
+                    let want = (1..=n).map(|k| (from + k) % n).find(|&c| set[c]);
+                    assert_eq!(
+                        next_cyclic(n, from, |w| words[w]),
+                        want,
+                        "n {n} from {from}"
+                    );
+                }
+            }
         }
     }
 }

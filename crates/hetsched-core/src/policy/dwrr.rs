@@ -227,6 +227,9 @@ struct Cpu {
     idle: bool,
     /// Sum of the weights of the threads whose home this CPU is.
     load: u64,
+    /// Sum of the weights of the queued threads (round-active and
+    /// round-expired), kept with the queues.
+    queued_w: u64,
     tick_on: bool,
     /// Deadline of the armed timer, if any.
     armed: Option<SimTime>,
@@ -265,6 +268,9 @@ pub struct Dwrr {
     th: Vec<Th>,
     highest: u64,
     nidle: usize,
+    /// CPUs with queued threads (round-active or round-expired not both
+    /// empty), as a bit mask: round balancing looks only at these.
+    queued: Vec<u64>,
     log: Vec<RoundEvent>,
     dropped: u64,
     /// For `rating=capacity`: domain frequencies and the slowest CPU's
@@ -318,6 +324,7 @@ impl Dwrr {
             th: Vec::new(),
             highest: 0,
             nidle: n,
+            queued: vec![0; n.div_ceil(64)],
             log: Vec::new(),
             dropped: 0,
             min_perf: Cell::new((Vec::new(), 1.0)),
@@ -397,6 +404,22 @@ impl Dwrr {
                     cpu.load, load[c]
                 ));
             }
+            let qw: u64 = cpu
+                .active
+                .iter()
+                .chain(cpu.expired.iter())
+                .map(|&t| self.th[t].weight)
+                .sum();
+            if qw != cpu.queued_w {
+                return Err(format!(
+                    "cpu {c}: queued weight {} but its queued threads weigh {qw}",
+                    cpu.queued_w
+                ));
+            }
+            let has = !cpu.active.is_empty() || !cpu.expired.is_empty();
+            if has != (self.queued[c / 64] & (1 << (c % 64)) != 0) {
+                return Err(format!("cpu {c}: queued mask says {}", !has));
+            }
             if cpu.incoming != incoming[c] {
                 return Err(format!(
                     "cpu {c}: {} incoming, {} threads on their way",
@@ -439,6 +462,33 @@ impl Dwrr {
             });
         } else {
             self.dropped += 1;
+        }
+    }
+
+    /// Bring `cpu`'s bit of the queued mask up to date after its queues
+    /// changed.
+    /// `t` joined (`add`) or left `cpu`'s queues: its weight and the
+    /// queued mask follow.
+    #[inline]
+    fn queued_change(&mut self, cpu: CpuId, t: TaskId, add: bool) {
+        let w = self.th[t].weight;
+        let c = &mut self.cpus[cpu];
+        if add {
+            c.queued_w += w;
+        } else {
+            c.queued_w -= w;
+        }
+        self.mark(cpu);
+    }
+
+    #[inline]
+    fn mark(&mut self, cpu: CpuId) {
+        let c = &self.cpus[cpu];
+        let bit = 1u64 << (cpu % 64);
+        if c.active.is_empty() && c.expired.is_empty() {
+            self.queued[cpu / 64] &= !bit;
+        } else {
+            self.queued[cpu / 64] |= bit;
         }
     }
 
@@ -586,6 +636,7 @@ impl Dwrr {
             self.th[t].local = 0;
             self.cpus[cpu].active.push_back(t);
         }
+        self.queued_change(cpu, t, true);
     }
 
     /// Whether `q`'s queued threads may be moved by Step 1(i), and from
@@ -607,7 +658,20 @@ impl Dwrr {
     fn find_candidate(&self, cx: &Ctx, p: CpuId) -> Option<(TaskId, CpuId, bool)> {
         // Key: (kind, -(queued weight / rating), cpu); lower is better.
         let mut best: Option<((u8, f64, CpuId), TaskId, bool)> = None;
-        for q in 0..self.cpus.len() {
+        // Only CPUs with queued threads can give one (ascending order, as
+        // a scan of all CPUs would meet them).
+        let words = self.queued.iter().enumerate().flat_map(|(i, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let b = w.trailing_zeros() as usize;
+                w &= w - 1;
+                Some(i * 64 + b)
+            })
+        });
+        for q in words {
             // A CPU that runs nothing is about to pick its queued threads
             // (a thread that has just arrived there by faster-first or a
             // swap, say): they are as good as running, and taking them back
@@ -620,34 +684,43 @@ impl Dwrr {
                 continue;
             }
             let c = &self.cpus[q];
-            let queued: u64 = c
-                .active
-                .iter()
-                .chain(c.expired.iter())
-                .map(|&t| self.th[t].weight)
-                .sum();
-            let pressure = -(queued as f64 / self.rating(cx, q));
             let same_round = c.round == self.highest;
-            if act {
-                // The last queued thread of round-active that may run on p.
-                if let Some(&t) = c
-                    .active
-                    .iter()
-                    .rev()
-                    .find(|&&t| cx.task(t).affinity.contains(p))
-                {
-                    let key = (if same_round { 0 } else { 2 }, pressure, q);
-                    if best.as_ref().is_none_or(|b| key < b.0) {
-                        best = Some((key, t, false));
-                    }
-                }
+            // The last queued thread of round-active that may run on p, and
+            // the first of round-expired; each with its key's first part.
+            // (The end of each queue is tried first: it nearly always fits.)
+            let fits = |t: &&TaskId| cx.task(**t).affinity.contains(p);
+            let from_act = act
+                .then(|| {
+                    c.active
+                        .back()
+                        .filter(fits)
+                        .or_else(|| c.active.iter().rev().find(fits))
+                })
+                .flatten()
+                .map(|&t| (if same_round { 0 } else { 2 }, t, false));
+            let from_exp = exp
+                .then(|| {
+                    c.expired
+                        .front()
+                        .filter(fits)
+                        .or_else(|| c.expired.iter().find(fits))
+                })
+                .flatten()
+                .map(|&t| (1, t, true));
+            // The pressure (queued weight over rating) only decides among
+            // equal first parts: skip it when neither can beat the best.
+            let beats = |kind: u8| best.as_ref().is_none_or(|b| kind <= b.0 .0);
+            let wanted =
+                from_act.is_some_and(|x| beats(x.0)) || from_exp.is_some_and(|x| beats(x.0));
+            if !wanted {
+                continue;
             }
-            if exp {
-                if let Some(&t) = c.expired.iter().find(|&&t| cx.task(t).affinity.contains(p)) {
-                    let key = (1, pressure, q);
-                    if best.as_ref().is_none_or(|b| key < b.0) {
-                        best = Some((key, t, true));
-                    }
+            let queued = c.queued_w;
+            let pressure = -(queued as f64 / self.rating(cx, q));
+            for (kind, t, e) in from_act.into_iter().chain(from_exp) {
+                let key = (kind, pressure, q);
+                if best.as_ref().is_none_or(|b| key < b.0) {
+                    best = Some((key, t, e));
                 }
             }
         }
@@ -714,9 +787,11 @@ impl Dwrr {
             .position(|&t| t == t2)
             .expect("found above");
         self.cpus[p].expired.remove(pos);
+        self.queued_change(p, t2, false);
         self.set_home(t2, Some(s));
         self.th[t2].local = 0;
         self.cpus[s].active.push_back(t2);
+        self.queued_change(s, t2, true);
         cx.migrate(t2, s);
         self.cpus[s].round = round_p + 1;
         self.bump_highest(round_p + 1);
@@ -752,11 +827,13 @@ impl Dwrr {
                     .position(|&x| x == t)
                     .expect("candidate is queued");
                 queue.remove(pos);
+                self.queued_change(q, t, false);
                 let h = self.highest;
                 self.join(now, p, h);
                 self.set_home(t, Some(p));
                 self.th[t].local = 0;
                 self.cpus[p].active.push_back(t);
+                self.queued_change(p, t, true);
                 // No cx.migrate: pick_next returns t at once and the engine
                 // assigns it to p; a migrate request would flag p (idle
                 // during the callback) for a second, spurious resched.
@@ -936,10 +1013,15 @@ impl Scheduler for Dwrr {
             return;
         };
         let c = &mut self.cpus[home];
-        if let Some(i) = c.active.iter().position(|&x| x == t) {
-            c.active.remove(i);
+        let found = if let Some(i) = c.active.iter().position(|&x| x == t) {
+            c.active.remove(i).is_some()
         } else if let Some(i) = c.expired.iter().position(|&x| x == t) {
-            c.expired.remove(i);
+            c.expired.remove(i).is_some()
+        } else {
+            false
+        };
+        if found {
+            self.queued_change(home, t, false);
         }
         self.set_home(t, None);
     }
@@ -947,6 +1029,7 @@ impl Scheduler for Dwrr {
     fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
         loop {
             if let Some(t) = self.cpus[cpu].active.pop_front() {
+                self.queued_change(cpu, t, false);
                 let c = &mut self.cpus[cpu];
                 c.curr = Some(t);
                 c.exec_start = cx.now;
@@ -1068,9 +1151,20 @@ impl Scheduler for Dwrr {
             return;
         }
         let home = self.th[t].home;
+        // A queued thread's weight counts in its CPU's queued weight.
+        let queued_on = home.filter(|&h| {
+            let c = &self.cpus[h];
+            c.active.contains(&t) || c.expired.contains(&t)
+        });
+        if let Some(h) = queued_on {
+            self.queued_change(h, t, false);
+        }
         self.set_home(t, None);
         self.th[t].weight = cx.task(t).weight as u64;
         self.set_home(t, home);
+        if let Some(h) = queued_on {
+            self.queued_change(h, t, true);
+        }
     }
 }
 
