@@ -359,17 +359,7 @@ impl CpuBits {
 
     /// The members in ascending order.
     fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let b = w.trailing_zeros() as usize;
-                w &= w - 1;
-                Some(i * 64 + b)
-            })
-        })
+        super::set_bits(&self.words)
     }
 }
 

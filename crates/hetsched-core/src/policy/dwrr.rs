@@ -660,17 +660,7 @@ impl Dwrr {
         let mut best: Option<((u8, f64, CpuId), TaskId, bool)> = None;
         // Only CPUs with queued threads can give one (ascending order, as
         // a scan of all CPUs would meet them).
-        let words = self.queued.iter().enumerate().flat_map(|(i, &w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let b = w.trailing_zeros() as usize;
-                w &= w - 1;
-                Some(i * 64 + b)
-            })
-        });
+        let words = super::set_bits(&self.queued);
         for q in words {
             // A CPU that runs nothing is about to pick its queued threads
             // (a thread that has just arrived there by faster-first or a
