@@ -453,9 +453,24 @@ fn cluster_scheduler_activation_and_preemption_hand_worked() {
     );
 }
 
+/// The error a one-second run on `big-little-4+4` under scheduler `sched` gives.
+fn scheduler_error(sched: &str) -> String {
+    err(&format!(
+        "duration_s = 1\nmachine.preset = \"big-little-4+4\"\nscheduler = \"{sched}\"\n"
+    ))
+}
+
+/// `sched` is refused with an error that names the `scheduler` field and says `want`.
+fn assert_scheduler_error(sched: &str, want: &str) {
+    let e = scheduler_error(sched);
+    assert!(
+        e.starts_with("scheduler:") && e.contains(want),
+        "{sched}: {e}"
+    );
+}
+
 #[test]
 fn chameleon_parameters_are_checked() {
-    let base = "duration_s = 1\nmachine.preset = \"big-little-4+4\"\n";
     for (sched, want) in [
         (
             "chameleon[objects=A:2:0]",
@@ -466,11 +481,7 @@ fn chameleon_parameters_are_checked() {
         ("chameleon[objects=A:2]", "is not program:level:tax"),
         ("chameleon[mechanism=warp]", "allowed: proxy-apic"),
     ] {
-        let e = err(&format!("{base}scheduler = \"{sched}\"\n"));
-        assert!(
-            e.starts_with("scheduler:") && e.contains(want),
-            "{sched}: {e}"
-        );
+        assert_scheduler_error(sched, want);
     }
 }
 
@@ -673,21 +684,16 @@ fn node_managers_drive_the_objects_figure8() {
 
 #[test]
 fn node_manager_parameters_are_checked() {
-    let base = "duration_s = 1\nmachine.preset = \"big-little-4+4\"\n";
-    let e = err(&format!(
-        "{base}scheduler = \"chameleon[objects=a:2:1:0]\"\n"
-    ));
+    let e = scheduler_error("chameleon[objects=a:2:1:0]");
     assert!(
         e.contains("weight \"0\" of \"a\" must be a number > 0"),
         "{e}"
     );
-    let e = err(&format!(
-        "{base}scheduler = \"chameleon[objects=a:2:1:x]\"\n"
-    ));
+    let e = scheduler_error("chameleon[objects=a:2:1:x]");
     assert!(e.contains("must be a number > 0"), "{e}");
-    let e = err(&format!("{base}scheduler = \"chameleon[notify=off]\"\n"));
+    let e = scheduler_error("chameleon[notify=off]");
     assert!(e.contains("only meaningful with nodes=on"), "{e}");
-    let e = err(&format!("{base}scheduler = \"chameleon[nodes=maybe]\"\n"));
+    let e = scheduler_error("chameleon[nodes=maybe]");
     assert!(
         e.contains("chameleon[nodes]") && e.contains("not a boolean"),
         "{e}"
@@ -774,7 +780,6 @@ fn object_cpus_limits_the_cpus_node_managers_build_objects_from() {
             completion(&r, p)
         );
     }
-    let base = "duration_s = 1\nmachine.preset = \"big-little-4+4\"\n";
     for (sched, want) in [
         (
             "chameleon[object_cpus=0-3]",
@@ -793,11 +798,7 @@ fn object_cpus_limits_the_cpus_node_managers_build_objects_from() {
             "\"x\" is not a cpu id or a range a-b",
         ),
     ] {
-        let e = err(&format!("{base}scheduler = \"{sched}\"\n"));
-        assert!(
-            e.starts_with("scheduler:") && e.contains(want),
-            "{sched}: {e}"
-        );
+        assert_scheduler_error(sched, want);
     }
 }
 

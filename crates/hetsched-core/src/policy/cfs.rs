@@ -817,6 +817,16 @@ impl Cfs {
         self.sync_tick(cx, dst);
     }
 
+    /// The group `c` belongs to in a domain spanning `size` CPUs: the lowest
+    /// CPU of its widest smaller domain (itself at the lowest level).
+    fn group_key(&self, c: CpuId, size: usize) -> CpuId {
+        self.levels[c]
+            .iter()
+            .rev()
+            .find(|l| l.span.len() < size)
+            .map_or(c, |l| l.span[0])
+    }
+
     /// Periodic balancing of one domain from busy `cpu`'s side: the domain's
     /// groups are its child domains (single CPUs at the lowest level), each
     /// with its average load per CPU, as in the kernel's
@@ -834,11 +844,7 @@ impl Cfs {
             if !cx.online(c) {
                 continue;
             }
-            let key = self.levels[c]
-                .iter()
-                .rev()
-                .find(|l| l.span.len() < size)
-                .map_or(c, |l| l.span[0]);
+            let key = self.group_key(c, size);
             if c == cpu {
                 mine = Some(key);
             }
@@ -874,16 +880,7 @@ impl Cfs {
         let target = span
             .iter()
             .copied()
-            .filter(|&c| {
-                c != cpu
-                    && cx.online(c)
-                    && self.levels[c]
-                        .iter()
-                        .rev()
-                        .find(|l| l.span.len() < size)
-                        .map_or(c, |l| l.span[0])
-                        == dst_key
-            })
+            .filter(|&c| c != cpu && cx.online(c) && self.group_key(c, size) == dst_key)
             .min_by_key(|&c| (self.rqs[c].load, self.last_pull[c], c))?;
         (imbalance > 0).then_some((target, imbalance))
     }
