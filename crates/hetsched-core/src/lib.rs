@@ -23,23 +23,19 @@
 #![warn(missing_docs)]
 #![allow(clippy::too_many_arguments)]
 
-pub mod dynamic;
 pub mod error;
 pub mod hw;
 #[allow(missing_docs)]
 pub mod metrics;
-pub mod nodemgr;
 pub mod os;
 #[allow(missing_docs)]
 pub mod policy;
-pub mod presets;
 #[allow(missing_docs)]
 pub mod scenario;
 pub mod sim;
 pub mod time;
 #[allow(missing_docs)]
 pub mod trace;
-pub mod vm;
 pub mod workload;
 
 pub use error::SimError;

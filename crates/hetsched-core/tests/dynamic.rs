@@ -4,7 +4,7 @@
 mod common;
 
 use common::{completion, err, go, pinned, FOUR};
-use hetsched_core::dynamic::{ReconfigOp, Reconfigured};
+use hetsched_core::hw::dynamic::{ReconfigOp, Reconfigured};
 use hetsched_core::hw::reconfig::Mechanism;
 use hetsched_core::metrics::RunResults;
 use hetsched_core::policy::{make_scheduler, Ctx, EnqFlags, Scheduler};

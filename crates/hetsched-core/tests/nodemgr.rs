@@ -1,8 +1,8 @@
 //! Chameleon's node managers, worked by hand: which CPUs each execution
 //! object gets as threads arrive, change their requests and exit.
 
-use hetsched_core::dynamic::FusionRule;
-use hetsched_core::nodemgr::{EventKind, NodeManager, Outcome};
+use hetsched_core::hw::dynamic::FusionRule;
+use hetsched_core::policy::chameleon::nodemgr::{EventKind, NodeManager, Outcome};
 
 fn node(n: usize, notify: bool) -> NodeManager {
     NodeManager::new(

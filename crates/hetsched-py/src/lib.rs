@@ -10,7 +10,7 @@
 
 mod agent_plan;
 
-use hetsched_core::dynamic::{ReconfigOp, Reconfigured};
+use hetsched_core::hw::dynamic::{ReconfigOp, Reconfigured};
 use hetsched_core::hw::reconfig::Mechanism;
 use hetsched_core::metrics::RunResults;
 use hetsched_core::policy::{Agent, Ctx, EnqFlags, Scheduler};
@@ -821,7 +821,7 @@ fn list_policies(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 #[pyfunction]
 fn list_presets(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let out = PyList::empty_bound(py);
-    for (name, doc, toml) in hetsched_core::presets::PRESETS {
+    for (name, doc, toml) in hetsched_core::scenario::presets::PRESETS {
         let d = PyDict::new_bound(py);
         d.set_item("name", *name)?;
         d.set_item("doc", *doc)?;

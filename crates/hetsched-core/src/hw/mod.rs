@@ -17,6 +17,7 @@
 //! memory) advances at `1 / ((1 − m)/s + m)` reference nanoseconds per
 //! nanosecond: the compute part scales with the core, the stall part does not.
 
+pub mod dynamic;
 pub mod reconfig;
 
 use crate::time::SimTime;
@@ -305,6 +306,19 @@ pub fn idle_power(t: &CpuType, ps: &PState) -> f64 {
     p.idle_w
         + p.idle_leak_w_per_v3 * v * v * v
         + p.idle_clock_w_per_v2ghz * v * v * (ps.mhz as f64 / 1000.0)
+}
+
+/// Number of host CPUs of the fastest type (the "fast cores").
+pub fn fast_cores(host: &Machine) -> u32 {
+    let perf: Vec<f64> = (0..host.ncpus())
+        .map(|c| host.perf(c, host.ty(c).fmax()))
+        .collect();
+    let best = perf.iter().copied().fold(0.0f64, f64::max);
+    let worst = perf.iter().copied().fold(f64::INFINITY, f64::min);
+    if best <= worst * (1.0 + 1e-9) {
+        return 0;
+    }
+    perf.iter().filter(|&&p| p >= best * (1.0 - 1e-9)).count() as u32
 }
 
 #[cfg(test)]

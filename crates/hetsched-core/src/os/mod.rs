@@ -202,3 +202,35 @@ pub struct Task {
     /// Counters.
     pub c: Counters,
 }
+
+/// A validated cpuset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cpuset {
+    /// Name.
+    pub name: String,
+    /// CPUs, ascending.
+    pub cpus: Vec<usize>,
+    /// Fixed frequency, if any.
+    pub mhz: Option<u32>,
+}
+
+/// What a host scheduler sees of a vCPU task ([`crate::policy::Ctx::vcpu`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VcpuInfo {
+    /// Index of its VM.
+    pub vm: usize,
+    /// Its index within the VM.
+    pub index: u32,
+    /// vCPUs of the VM.
+    pub nvcpus: u32,
+    /// Credit weight of the VM.
+    pub weight: u32,
+    /// Whether the VM is in the high priority class.
+    pub high_priority: bool,
+    /// Whether the guest is asymmetry-aware.
+    pub aware: bool,
+    /// vCPUs the aware guest treats as fast (its first ones).
+    pub fast_vcpus: u32,
+    /// Host task ids of the VM's vCPUs, by index.
+    pub siblings: std::sync::Arc<[TaskId]>,
+}

@@ -91,7 +91,7 @@ pub enum Request {
     /// Reconfigure dynamic processors (offline, online, fuse, split) with a
     /// mechanism (`None`: the scenario's default). See `docs/dynamic.md`.
     Reconfigure {
-        op: crate::dynamic::ReconfigOp,
+        op: crate::hw::dynamic::ReconfigOp,
         mechanism: Option<crate::hw::reconfig::Mechanism>,
     },
     /// Add a warning to the run's warnings (repeats are dropped).
@@ -139,14 +139,14 @@ pub struct Ctx<'a> {
     pub(crate) online: &'a [bool],
     pub(crate) domain_mhz: &'a [u32],
     pub(crate) progs: &'a [crate::workload::Program],
-    pub(crate) cpusets: &'a [crate::scenario::Cpuset],
+    pub(crate) cpusets: &'a [crate::os::Cpuset],
     /// Each CPU's rating, kept by the engine (recomputed at P-state changes).
     pub(crate) ratings: &'a [f64],
     pub(crate) reqs: &'a mut Vec<Request>,
     pub(crate) rng: &'a mut rand_pcg::Pcg64Mcg,
     pub(crate) obs: &'a [Observation],
     /// Per task: what a host scheduler sees of a vCPU (empty without VMs).
-    pub(crate) vcpus: &'a [Option<crate::vm::VcpuInfo>],
+    pub(crate) vcpus: &'a [Option<crate::os::VcpuInfo>],
     /// Fusion levels of the scenario's `[dynamic]` section (empty without).
     pub(crate) fusion_levels: &'a [usize],
 }
@@ -213,11 +213,11 @@ impl<'a> Ctx<'a> {
     }
     /// If task `t` is a vCPU: its VM, index, weight and classes.
     #[inline]
-    pub fn vcpu(&self, t: TaskId) -> Option<&crate::vm::VcpuInfo> {
+    pub fn vcpu(&self, t: TaskId) -> Option<&crate::os::VcpuInfo> {
         self.vcpus.get(t).and_then(|v| v.as_ref())
     }
     /// The scenario's cpusets.
-    pub fn cpusets(&self) -> &[crate::scenario::Cpuset] {
+    pub fn cpusets(&self) -> &[crate::os::Cpuset] {
         self.cpusets
     }
     /// Runnable plus running tasks assigned to the CPUs of cpuset `i` (its
@@ -313,7 +313,7 @@ impl<'a> Ctx<'a> {
     /// through [`Scheduler::on_reconfigured`].
     pub fn reconfigure(
         &mut self,
-        op: crate::dynamic::ReconfigOp,
+        op: crate::hw::dynamic::ReconfigOp,
         mechanism: Option<crate::hw::reconfig::Mechanism>,
     ) {
         self.reqs.push(Request::Reconfigure { op, mechanism });
@@ -377,7 +377,7 @@ pub trait Scheduler {
     }
     /// A reconfiguration (requested with [`Ctx::reconfigure`] or scripted)
     /// completed: its cpus are now in or out of service.
-    fn on_reconfigured(&mut self, _cx: &mut Ctx, _info: &crate::dynamic::Reconfigured) {}
+    fn on_reconfigured(&mut self, _cx: &mut Ctx, _info: &crate::hw::dynamic::Reconfigured) {}
 }
 
 /// A cpufreq governor: decides the P-state of each frequency domain.

@@ -35,8 +35,8 @@
 //!   level's speedup while the others sleep.
 
 use super::{Engine, Ev};
-use crate::dynamic::{DynConfig, ReconfigOp, Reconfigured};
 use crate::error::SimError;
+use crate::hw::dynamic::{DynConfig, ReconfigOp, Reconfigured};
 use crate::hw::reconfig::{Direction, Mechanism, Step, StepKind};
 use crate::hw::CpuId;
 use crate::os::{CpuSet, TaskState};

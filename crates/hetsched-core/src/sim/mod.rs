@@ -15,6 +15,9 @@
 //! Energy is integrated exactly: power is constant between events.
 
 pub mod queue;
+mod setup;
+
+pub use setup::VmSetup;
 
 use crate::error::SimError;
 use crate::hw::{busy_power, compute_fraction, idle_power, progress_rate, CpuId, Machine};
@@ -99,11 +102,11 @@ pub struct Setup {
     /// End as soon as every program finished.
     pub stop_when_done: bool,
     /// Cpusets.
-    pub cpusets: Vec<crate::scenario::Cpuset>,
+    pub cpusets: Vec<crate::os::Cpuset>,
     /// Virtual machines.
-    pub vms: Vec<crate::vm::VmSetup>,
+    pub vms: Vec<crate::sim::VmSetup>,
     /// Dynamic processors (the scenario's `[dynamic]` section), if any.
-    pub dynamic: Option<crate::dynamic::DynConfig>,
+    pub dynamic: Option<crate::hw::dynamic::DynConfig>,
 }
 
 /// Options of one run.
@@ -181,7 +184,7 @@ pub struct Engine {
     /// is picked by that very call and needs no further reschedule.
     picking: Option<CpuId>,
     /// Cpusets of the scenario.
-    pub cpusets: Vec<crate::scenario::Cpuset>,
+    pub cpusets: Vec<crate::os::Cpuset>,
     /// Sum of the CPUs' power now, W (kept incrementally).
     total_power: f64,
     /// Highest total power (CPUs + platform) seen at the end of an event.
@@ -189,7 +192,7 @@ pub struct Engine {
     // Virtual machines (sim/vm.rs); all empty when the scenario has none.
     vms: Vec<vm::VmRt>,
     level: Vec<vm::Level>,
-    vinfo: Vec<Option<crate::vm::VcpuInfo>>,
+    vinfo: Vec<Option<crate::os::VcpuInfo>>,
     vreqs: Vec<Request>,
     vresched: Vec<(usize, CpuId)>,
     vpicking: Option<(usize, CpuId)>,

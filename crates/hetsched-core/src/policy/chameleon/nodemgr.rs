@@ -37,7 +37,7 @@
 //! (split, migrate, fuse again) and the reproductions read them as the CPU
 //! allocation timeline (Figure 8).
 
-use crate::dynamic::FusionRule;
+use crate::hw::dynamic::FusionRule;
 use crate::hw::CpuId;
 use std::collections::BTreeMap;
 

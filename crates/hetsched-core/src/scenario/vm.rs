@@ -10,10 +10,11 @@
 //! wake-up wakes it. The engine side of this lives in `sim/vm.rs`.
 
 use crate::error::{at, SimError};
-use crate::hw::{Cpu, FreqDomain, Machine};
-use crate::os::{Counters, CpuSet, Task, TaskId, TaskState};
-use crate::policy::{self, Scheduler};
+use crate::hw::{fast_cores, Cpu, FreqDomain, Machine};
+use crate::os::{Counters, CpuSet, Task, TaskId, TaskState, VcpuInfo};
+use crate::policy;
 use crate::scenario::{ProgramSpec, WorkloadSpec};
+use crate::sim::VmSetup;
 use crate::time::SimTime;
 use crate::workload::Program;
 use schemars::JsonSchema;
@@ -60,48 +61,6 @@ pub struct VmSpec {
     pub programs: Vec<ProgramSpec>,
 }
 
-/// What a host scheduler sees of a vCPU task ([`crate::policy::Ctx::vcpu`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct VcpuInfo {
-    /// Index of its VM.
-    pub vm: usize,
-    /// Its index within the VM.
-    pub index: u32,
-    /// vCPUs of the VM.
-    pub nvcpus: u32,
-    /// Credit weight of the VM.
-    pub weight: u32,
-    /// Whether the VM is in the high priority class.
-    pub high_priority: bool,
-    /// Whether the guest is asymmetry-aware.
-    pub aware: bool,
-    /// vCPUs the aware guest treats as fast (its first ones).
-    pub fast_vcpus: u32,
-    /// Host task ids of the VM's vCPUs, by index.
-    pub siblings: std::sync::Arc<[TaskId]>,
-}
-
-/// A VM ready to run: its host tasks (vCPUs), its guest programs and tasks,
-/// and its guest scheduler.
-pub struct VmSetup {
-    /// Name.
-    pub name: String,
-    /// Host task id of each vCPU.
-    pub vcpu_tasks: Vec<TaskId>,
-    /// Its programs (indices into the run's programs).
-    pub programs: Vec<usize>,
-    /// What the guest sees: a machine of `vcpus` identical CPUs.
-    pub machine: Machine,
-    /// The guest scheduler.
-    pub scheduler: Box<dyn Scheduler>,
-    /// Per-vCPU information handed to host policies.
-    pub info: Vec<VcpuInfo>,
-    /// Priority class, for reports.
-    pub priority: String,
-    /// Asymmetry-aware guest, for reports.
-    pub aware: bool,
-}
-
 /// The machine a guest sees: `n` identical CPUs of the host's first CPU type,
 /// one frequency domain, one cache.
 fn guest_machine(host: &Machine, n: usize) -> Machine {
@@ -125,19 +84,6 @@ fn guest_machine(host: &Machine, n: usize) -> Machine {
         ty,
     }];
     m
-}
-
-/// Number of host CPUs of the fastest type (the "fast cores").
-pub fn fast_cores(host: &Machine) -> u32 {
-    let perf: Vec<f64> = (0..host.ncpus())
-        .map(|c| host.perf(c, host.ty(c).fmax()))
-        .collect();
-    let best = perf.iter().copied().fold(0.0f64, f64::max);
-    let worst = perf.iter().copied().fold(f64::INFINITY, f64::min);
-    if best <= worst * (1.0 + 1e-9) {
-        return 0;
-    }
-    perf.iter().filter(|&&p| p >= best * (1.0 - 1e-9)).count() as u32
 }
 
 /// Validate the VMs of a scenario and append their vCPU tasks, guest tasks
@@ -337,33 +283,4 @@ pub fn build_vms(
         });
     }
     Ok(out)
-}
-
-/// Per-VM results of a run.
-#[derive(Clone, Debug, Serialize)]
-pub struct VmRow {
-    /// Index of the VM.
-    pub vm: usize,
-    /// Its name.
-    pub name: String,
-    /// Number of vCPUs.
-    pub vcpus: u32,
-    /// Credit weight.
-    pub weight: u32,
-    /// Priority class (`high`/`low`).
-    pub priority: String,
-    /// Asymmetry-aware guest.
-    pub aware: bool,
-    /// Host task id of each vCPU (the `task` of their trace events).
-    pub vcpu_tasks: Vec<TaskId>,
-    /// Names of its programs.
-    pub programs: Vec<String>,
-    /// Time its vCPUs ran, summed, s.
-    pub run_s: f64,
-    /// Time its vCPUs ran on the fastest CPU type, summed, s.
-    pub fast_s: f64,
-    /// Migrations of its vCPUs between host CPUs.
-    pub migrations: u64,
-    /// Active (not blocked) vCPUs over time: `(t_s, count)` at each change.
-    pub active_vcpus: Vec<(f64, u32)>,
 }

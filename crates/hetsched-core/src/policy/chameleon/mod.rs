@@ -53,12 +53,14 @@
 //! `min_granularity`. See [`Chameleon::smt_rebalance`].
 
 use super::{Ctx, EnqFlags, Kind, ParamDef, PolicyInfo, PolicySpec, Scheduler};
-use crate::dynamic::{ReconfigOp, Reconfigured};
+use crate::hw::dynamic::{ReconfigOp, Reconfigured};
 use crate::hw::reconfig::Mechanism;
 use crate::hw::{CpuId, Machine};
-use crate::nodemgr::{EventKind, NodeManager};
+pub mod nodemgr;
+
 use crate::os::{TaskId, TaskState};
 use crate::time::SimTime;
+use nodemgr::{EventKind, NodeManager};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Registry entry.
@@ -515,7 +517,12 @@ impl Chameleon {
     /// Carry out a node manager's changes: split the affected threads'
     /// active objects, move them to their new representatives and record
     /// their borrowed vruntimes on the new CPUs.
-    fn apply_node(&mut self, cx: &mut Ctx, node: usize, events: &[crate::nodemgr::Event]) {
+    fn apply_node(
+        &mut self,
+        cx: &mut Ctx,
+        node: usize,
+        events: &[crate::policy::chameleon::nodemgr::Event],
+    ) {
         for e in events {
             if e.kind == EventKind::Release {
                 continue;
@@ -668,7 +675,7 @@ impl Scheduler for Chameleon {
                 match NodeManager::new(
                     cpus,
                     &lv,
-                    crate::dynamic::FusionRule::Contiguous,
+                    crate::hw::dynamic::FusionRule::Contiguous,
                     self.notify,
                     &["sequential"],
                 ) {

@@ -1,0 +1,567 @@
+//! The whole serde schema of a scenario file: the one source of truth
+//! (`hetsched schema` exports it as JSON Schema). Validation and building
+//! live beside it: `machine.rs`, `workload.rs`, `vm.rs`, `dynamic.rs`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+fn d_seed() -> u64 {
+    1
+}
+fn d_sched() -> String {
+    "cfs".into()
+}
+fn d_gov() -> String {
+    "performance".into()
+}
+fn d_true() -> bool {
+    true
+}
+fn d_tick_hz() -> f64 {
+    250.0
+}
+fn d_one_f() -> f64 {
+    1.0
+}
+fn d_one_u() -> u32 {
+    1
+}
+fn d_cap() -> u32 {
+    1024
+}
+fn d_pstates() -> Vec<PStateSpec> {
+    vec![PStateSpec {
+        mhz: 2000,
+        volt: 1.0,
+    }]
+}
+fn d_dyn() -> f64 {
+    1.0
+}
+fn d_static() -> f64 {
+    0.3
+}
+fn d_idle() -> f64 {
+    0.1
+}
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+fn d_stall() -> f64 {
+    0.3
+}
+fn d_class() -> String {
+    "default".into()
+}
+fn d_ipc() -> f64 {
+    1.0
+}
+fn d_refs() -> f64 {
+    0.02
+}
+fn d_miss() -> f64 {
+    0.05
+}
+fn d_ws() -> f64 {
+    256.0
+}
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    /// Name used in reports and output folders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What the scenario shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Seed of the run's random number generator.
+    #[serde(default = "d_seed")]
+    pub seed: u64,
+    /// Simulated-time limit in seconds (> 0).
+    pub duration_s: f64,
+    /// End the run as soon as every program has finished.
+    #[serde(default = "d_true")]
+    pub stop_when_done: bool,
+    /// Scheduler: a registry name with optional parameters (`cfs[min_granularity_ms=4]`),
+    /// or `python:module:Class` for a policy written in Python.
+    #[serde(default = "d_sched")]
+    pub scheduler: String,
+    /// cpufreq governor (`performance`, `powersave`, `userspace[mhz=1400]`).
+    #[serde(default = "d_gov")]
+    pub governor: String,
+    /// User-level agents.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// The machine.
+    pub machine: MachineSpec,
+    /// The programs.
+    #[serde(default)]
+    pub workload: WorkloadSpec,
+    /// Named groups of CPUs, each optionally at its own fixed frequency
+    /// (Patel's 4 × 800 MHz, 2 × 1.4 GHz, 2 × 2.3 GHz partition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpusets: Vec<CpusetSpec>,
+    /// Virtual machines: nested machines whose vCPUs are host tasks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vms: Vec<crate::scenario::vm::VmSpec>,
+    /// Dynamic processors: reconfiguration mechanisms, fusion levels,
+    /// scripted reconfigurations (`docs/dynamic.md`). Absent: CPUs never change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic: Option<crate::scenario::dynamic::DynamicSpec>,
+}
+
+/// A cpuset: a named group of CPUs.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CpusetSpec {
+    /// Its name (programs refer to it with `cpuset = "name"`).
+    pub name: String,
+    /// Its CPUs (each in at most one cpuset).
+    pub cpus: Vec<u32>,
+    /// Frequency its CPUs run at from the start, MHz (a P-state of their
+    /// type; their frequency domains must lie inside the cpuset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mhz: Option<u32>,
+}
+
+/// The machine: CPU types and CPUs (by clusters or one by one), or a preset.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MachineSpec {
+    /// Name of a built-in machine (`hetsched list presets`); other fields
+    /// given here override the preset's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// What the machine is (documentation only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Scheduler tick frequency (Linux HZ).
+    #[serde(default = "d_tick_hz")]
+    pub tick_hz: f64,
+    /// Power of everything but the CPUs (memory, disks, fans, supply), W.
+    #[serde(default)]
+    pub platform_base_w: f64,
+    /// Reference clock in GHz for instruction counts (default: the highest
+    /// frequency of any type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ref_ghz: Option<f64>,
+    /// CPU types by name.
+    #[serde(default)]
+    pub types: BTreeMap<String, CpuTypeSpec>,
+    /// Cache-refill cost of migrations.
+    #[serde(default)]
+    pub migration: MigrationSpec,
+    /// CPU time lost to the trap of an ISA fault, µs.
+    #[serde(default = "d_trap")]
+    pub fault_trap_us: f64,
+    /// Groups of identical cores sharing an LLC (and, by default, a frequency domain).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<ClusterSpec>,
+    /// CPUs one by one (instead of clusters).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<CpuSpec>,
+}
+
+/// Cache-refill cost of migrations (Li et al. §6.1). The defaults are
+/// calibrated on the paper's two 4 MB measurements only: 1.8 ms across
+/// separate caches (65 536 lines from memory → 27.47 ns per line) and 4.1 µs
+/// within a shared L2 (a 32 KiB L1 refilled from L2 → 8.0 ns per line); the
+/// 512 KB figures are left for `hetsched reproduce li-mig` to check.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MigrationSpec {
+    /// Whether migrations cost anything.
+    #[serde(default = "d_true")]
+    pub enabled: bool,
+    /// Cache line size, bytes.
+    #[serde(default = "d_line")]
+    pub line_bytes: f64,
+    /// Private (per-core) cache refilled after a migration within an LLC, KiB.
+    #[serde(default = "d_private")]
+    pub private_kb: f64,
+    /// LLC size: at most this much is refilled from memory after a migration
+    /// across LLCs, KiB.
+    #[serde(default = "d_llc")]
+    pub llc_kb: f64,
+    /// Refill time per line from memory, ns.
+    #[serde(default = "d_mem_line")]
+    pub mem_line_ns: f64,
+    /// Refill time per line from the shared LLC, ns.
+    #[serde(default = "d_llc_line")]
+    pub llc_line_ns: f64,
+}
+
+impl Default for MigrationSpec {
+    fn default() -> Self {
+        MigrationSpec {
+            enabled: true,
+            line_bytes: d_line(),
+            private_kb: d_private(),
+            llc_kb: d_llc(),
+            mem_line_ns: d_mem_line(),
+            llc_line_ns: d_llc_line(),
+        }
+    }
+}
+
+fn d_line() -> f64 {
+    64.0
+}
+fn d_private() -> f64 {
+    32.0
+}
+fn d_llc() -> f64 {
+    4096.0
+}
+fn d_mem_line() -> f64 {
+    // 1.8 ms / (4 MiB / 64 B)
+    1.8e6 / 65536.0
+}
+fn d_llc_line() -> f64 {
+    // 4.1 µs / (32 KiB / 64 B)
+    4100.0 / 512.0
+}
+fn d_trap() -> f64 {
+    2.0
+}
+
+/// A CPU type.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CpuTypeSpec {
+    /// Capacity at the highest P-state, out of 1024 (as Linux `cpu_capacity`).
+    #[serde(default = "d_cap")]
+    pub capacity: u32,
+    /// P-states (any order; sorted by frequency).
+    #[serde(default = "d_pstates")]
+    pub pstates: Vec<PStateSpec>,
+    /// Speedup per workload class (default 1.0 for classes not listed).
+    #[serde(default)]
+    pub class_speedup: BTreeMap<String, f64>,
+    /// ISA features (e.g. `sse4.1`, `avx512`).
+    #[serde(default)]
+    pub features: Vec<String>,
+    /// Per-thread throughput while both SMT siblings are busy (0, 1].
+    #[serde(default = "d_one_f")]
+    pub smt_factor: f64,
+    /// Power parameters.
+    #[serde(default)]
+    pub power: PowerSpec,
+    /// Time a frequency change takes, µs.
+    #[serde(default)]
+    pub freq_transition_us: f64,
+    /// Performance rating (Li et al. §4.1, e.g. a SPEC score); default: the
+    /// capacity, i.e. the speed of a reference program on this type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rating: Option<f64>,
+}
+
+/// A P-state.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PStateSpec {
+    /// Frequency, MHz.
+    pub mhz: u32,
+    /// Voltage, V.
+    pub volt: f64,
+}
+
+/// Power parameters of a CPU type (see the power model in `docs/model.md`).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PowerSpec {
+    /// Dynamic power C_eff: watts per (V² · GHz) at full activity.
+    #[serde(default = "d_dyn")]
+    pub dyn_w_per_v2ghz: f64,
+    /// Static power per volt while active, W/V.
+    #[serde(default = "d_static")]
+    pub static_w_per_v: f64,
+    /// Power while idle, W.
+    #[serde(default = "d_idle")]
+    pub idle_w: f64,
+    /// Relative switching activity while stalled on memory (0..1).
+    #[serde(default = "d_stall")]
+    pub stall_activity: f64,
+    /// Idle leakage, W per V³, added to `idle_w` at the domain's voltage
+    /// (default 0: idle power independent of the P-state).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idle_leak_w_per_v3: f64,
+    /// Idle clock-tree switching, W per (V² · GHz), added to `idle_w`
+    /// (default 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idle_clock_w_per_v2ghz: f64,
+}
+
+impl Default for PowerSpec {
+    fn default() -> Self {
+        PowerSpec {
+            dyn_w_per_v2ghz: d_dyn(),
+            static_w_per_v: d_static(),
+            idle_w: d_idle(),
+            stall_activity: d_stall(),
+            idle_leak_w_per_v3: 0.0,
+            idle_clock_w_per_v2ghz: 0.0,
+        }
+    }
+}
+
+/// Scope of a cluster's frequency domains.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DvfsScope {
+    /// One frequency domain for the whole cluster.
+    #[default]
+    Cluster,
+    /// One frequency domain per physical core.
+    Core,
+}
+
+/// A cluster: `count` groups of `cores` cores × `smt` hardware threads.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// CPU type name.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Physical cores.
+    #[serde(default = "d_one_u")]
+    pub cores: u32,
+    /// Hardware threads per core.
+    #[serde(default = "d_one_u")]
+    pub smt: u32,
+    /// Node (socket).
+    #[serde(default)]
+    pub node: u32,
+    /// How many such clusters (each its own LLC and frequency domain).
+    #[serde(default = "d_one_u")]
+    pub count: u32,
+    /// Clock-modulation duty cycle (0, 1].
+    #[serde(default = "d_one_f")]
+    pub duty_cycle: f64,
+    /// Frequency-domain scope.
+    #[serde(default)]
+    pub dvfs: DvfsScope,
+}
+
+/// One CPU.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSpec {
+    /// CPU type name.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Node (socket).
+    #[serde(default)]
+    pub node: u32,
+    /// Physical core id (CPUs sharing one are SMT siblings); default: its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<u32>,
+    /// LLC domain id; default: its node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc: Option<u32>,
+    /// Frequency domain id; default: its own core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freq_domain: Option<u32>,
+    /// Clock-modulation duty cycle (0, 1].
+    #[serde(default = "d_one_f")]
+    pub duty_cycle: f64,
+}
+
+/// The workload: programs.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Programs, each a group of threads.
+    #[serde(default)]
+    pub programs: Vec<ProgramSpec>,
+}
+
+/// Program patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProgramKind {
+    /// One thread computing `work_ms`.
+    Sequential,
+    /// Static data-parallel: `threads` threads share `work_ms` equally, with a
+    /// barrier between `iterations`.
+    Parallel,
+    /// Dynamic binding: `threads` threads pull `chunks` equal chunks of `work_ms`.
+    Dynamic,
+    /// Fork-join: per iteration, thread 0 computes the sequential part while
+    /// the others sleep at a barrier, then all share the parallel part.
+    ForkJoin,
+    /// Process pool (e.g. pmake): `threads` workers take `chunks` jobs, each
+    /// computing then doing `io_ms` of I/O.
+    Pool,
+    /// Periodic real-time tasks: `threads` tasks releasing a job of `wcet_ms`
+    /// every `period_ms`, due `deadline_ms` after release.
+    Periodic,
+    /// Explicit phases run `loops` times by each of `threads` threads.
+    Phases,
+}
+
+impl ProgramKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ProgramKind::Sequential => "sequential",
+            ProgramKind::Parallel => "parallel",
+            ProgramKind::Dynamic => "dynamic",
+            ProgramKind::ForkJoin => "fork_join",
+            ProgramKind::Pool => "pool",
+            ProgramKind::Periodic => "periodic",
+            ProgramKind::Phases => "phases",
+        }
+    }
+}
+
+/// A program.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramSpec {
+    /// Name (default `p<index>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Pattern.
+    pub kind: ProgramKind,
+    /// Number of threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    /// Total reference work of the program, ms (reference ms = ms on a
+    /// capacity-1024 CPU at its highest frequency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_ms: Option<f64>,
+    /// Barrier-separated iterations (parallel, fork_join).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    /// Fraction of the work done by thread 0 alone (fork_join).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_fraction: Option<f64>,
+    /// Chunks in the shared work queue (dynamic, pool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<u32>,
+    /// I/O time after each job, ms (pool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_ms: Option<f64>,
+    /// Period, ms (periodic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_ms: Option<f64>,
+    /// Worst-case execution time of a job, reference ms (periodic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wcet_ms: Option<f64>,
+    /// Relative deadline, ms (periodic; default the period).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<f64>,
+    /// Number of jobs (periodic; default: until the end of the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<u32>,
+    /// Phases (phases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Vec<PhaseSpec>>,
+    /// Times each thread runs its phases (phases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loops: Option<u32>,
+    /// Threads that a barrier waits for (phases; default all threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier_count: Option<u32>,
+    /// Start time, ms.
+    #[serde(default)]
+    pub start_ms: f64,
+    /// Instances run one after another.
+    #[serde(default = "d_one_u")]
+    pub repeat: u32,
+    /// Nice value, -20..19.
+    #[serde(default)]
+    pub nice: i32,
+    /// Nice values of later instances of a repeated program: the step
+    /// `{ after = k, nice = n }` gives the threads nice `n` from instance
+    /// `k + 1` on (after `k` completed instances).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nice_schedule: Vec<NiceStep>,
+    /// Allowed CPUs (default all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Vec<u32>>,
+    /// Start in this cpuset (its CPUs become the affinity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuset: Option<String>,
+    /// Workload class (selects the CPU types' class speedup).
+    #[serde(default = "d_class")]
+    pub class: String,
+    /// Memory intensity: fraction of reference time stalled on memory, [0, 1).
+    #[serde(default)]
+    pub mem: f64,
+    /// Instructions per cycle at reference speed (capacity 1024 at the
+    /// reference clock), memory stalls included.
+    #[serde(default = "d_ipc")]
+    pub ipc: f64,
+    /// Last-level cache references per instruction.
+    #[serde(default = "d_refs")]
+    pub refs_per_instr: f64,
+    /// Fraction of cache references that miss, [0, 1].
+    #[serde(default = "d_miss")]
+    pub miss_ratio: f64,
+    /// Working set, KiB.
+    #[serde(default = "d_ws")]
+    pub working_set_kb: f64,
+    /// ISA feature the compute phases need.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feature: Option<String>,
+    /// Uniform relative jitter of compute and sleep times, [0, 1).
+    #[serde(default)]
+    pub jitter: f64,
+    /// This program's speed while the other hardware thread of its core is
+    /// busy, relative to running alone on the core, (0, 1]; overrides the CPU
+    /// type's `smt_factor` for its threads (programs differ in how much they
+    /// lose to a sharing sibling). Default: the type's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt_factor: Option<f64>,
+}
+
+/// A step of a program's `nice_schedule`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NiceStep {
+    /// Completed instances after which the step applies (1 ≤ after < repeat).
+    pub after: u32,
+    /// Nice value from then on, -20..19.
+    pub nice: i32,
+}
+
+/// One phase of a `phases` program: exactly one of `compute_ms`,
+/// `sleep_ms`, `barrier`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSpec {
+    /// Compute this much reference work, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_ms: Option<f64>,
+    /// Sleep (or I/O) this long, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleep_ms: Option<f64>,
+    /// Wait at the program's barrier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier: Option<bool>,
+    /// Class of this compute phase (default the program's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// Memory intensity of this compute phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<f64>,
+    /// IPC of this compute phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipc: Option<f64>,
+    /// Cache miss ratio of this compute phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss_ratio: Option<f64>,
+    /// ISA feature this compute phase needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feature: Option<String>,
+}
+
+/// JSON Schema of scenario files.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(ScenarioSpec);
+    serde_json::to_string_pretty(&schema).expect("schema serialises")
+}
