@@ -243,6 +243,34 @@ def test_killing_the_sweep_leaves_no_process_behind(tmp_path: Path) -> None:
         pass
 
 
+@linux_only
+def test_ctrl_c_ends_a_local_sweep_at_once_and_stops_its_workers(tmp_path: Path) -> None:
+    (tmp_path / "base.json").write_text(json.dumps(BASE))
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text(
+        'base = "base.json"\n[set]\nduration_s = 60.0\n[grid]\nseed = [1, 2, 3, 4, 5, 6]\n'
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    cmd = [sys.executable, "-m", "hetsched", "sweep", str(sweep_file), "--workers", "2"]
+    cmd += ["--out", str(tmp_path / "out"), "-q"]
+    with (tmp_path / "err").open("w") as err:
+        sweep = subprocess.Popen(cmd, env=env, stderr=err)
+    try:
+        deadline = time.monotonic() + 30
+        while len(_workers(sweep.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = _workers(sweep.pid)
+        assert len(workers) == 2, (tmp_path / "err").read_text()
+        sweep.send_signal(signal.SIGINT)
+        assert sweep.wait(timeout=5) == 130
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    assert "interrupted" in (tmp_path / "err").read_text()
+    assert not [p for p in workers if _alive(p)]
+
+
 # -- item 8: a sweep in a plain script -------------------------------------------
 
 

@@ -26,10 +26,15 @@ written to ``out/runs/<run id>/`` (the files of :meth:`Results.save` plus
 ``row.json``) the moment it finishes, and the table to ``out/results.parquet``
 and ``out/results.csv``. Running the same sweep into the same folder again
 skips the runs that finished (a run id is a hash of the base scenario and the
-run's values) and re-runs only failed or missing ones; a Ctrl-C keeps every
-run that finished.
+run's values) and re-runs only failed or missing ones, and those whose files
+no longer match the checksums in their ``row.json``; a Ctrl-C keeps every
+run that finished. One sweep at a time writes a folder (a lock on
+``out/.sweep.lock``); the tables of an earlier sweep are removed when a sweep
+starts, so they are never read as this one's.
 
-Backends: ``"local"`` (default: a pool of processes, one per core),
+Backends: ``"local"`` (default: a pool of worker processes, one per core,
+each a fresh interpreter that dies with the sweep and is replaced if it
+dies before; see :mod:`hetsched._sweep_worker`),
 ``"serial"`` (in this process; Python schedulers defined in a notebook work
 here), or ``"dask://HOST:PORT"`` / a ``distributed.Client`` (the runs go to
 an existing Dask cluster; its workers need hetsched installed, and results
