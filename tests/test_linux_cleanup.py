@@ -181,9 +181,20 @@ def test_an_agent_that_ends_normally_removes_its_state_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(agent_state.STATE_DIR_ENV, str(tmp_path))
-    wl = from_dict({"name": "ok", "programs": [{"name": "t", "command": ["true"]}]})
+    launched: list[list[int]] = []
+    write = agent_state.AgentState.write
+
+    def spy(self: agent_state.AgentState) -> None:
+        launched.append([e["pid"] for e in self.doc["launched"]])
+        write(self)
+
+    monkeypatch.setattr(agent_state.AgentState, "write", spy)
+    wl = from_dict({"name": "ok", "programs": [{"name": "t", "command": ["true"], "repeat": 2}]})
     runner = Runner(wl, None, log=lambda m: None)
     doc = runner.run()
-    assert doc["summary"]["programs_completed"] == 1
+    assert doc["summary"]["programs_completed"] == 2
+    # Each instance was recorded when launched and dropped once it ended.
+    pids = [p["pid"] for p in doc["programs"]]
+    assert launched == [[], [pids[0]], [], [pids[1]], []]
     assert runner.state is not None and not runner.state.path.exists()
     assert not list(tmp_path.iterdir())

@@ -569,7 +569,8 @@ def _execute_local(
         clean = True
     finally:
         for w in list(pool.values()):
-            w.close(stop=not clean)
+            # A worker still starting has nothing to finish: it goes at once.
+            w.close(stop=not clean or not w.ready)
         sel.close()
     return replaced
 

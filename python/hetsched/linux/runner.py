@@ -474,6 +474,8 @@ class Runner:
             return
         self._account(t)
         inst.end_s = self.elapsed()
+        if self.state is not None and inst.popen is not None:
+            self.state.ended(inst.pid)
         if inst.out_path is not None:
             try:
                 lines = inst.out_path.read_text().strip().splitlines()

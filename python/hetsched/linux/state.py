@@ -109,6 +109,13 @@ class AgentState:
     def launched(self, pid: int, name: str) -> None:
         self._add("launched", pid, {"pid": pid, "start": start_time(pid), "name": name})
 
+    def ended(self, pid: int) -> None:
+        """A launched program has ended (and was reaped): nothing to stop."""
+        if ("launched", pid) in self._seen:
+            self._seen.discard(("launched", pid))
+            self.doc["launched"] = [e for e in self.doc["launched"] if e["pid"] != pid]
+            self.write()
+
     def affinity(self, pid: int, old: set[int] | list[int]) -> None:
         self._add("affinity", pid, {"pid": pid, "start": start_time(pid), "old": sorted(old)})
 
