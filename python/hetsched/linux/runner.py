@@ -14,7 +14,9 @@ of a repeated program is the same task, as in the simulator.
 Safety: the runner only acts on processes it launched or was given; on exit,
 error or SIGTERM/SIGINT/SIGHUP it stops what it launched, restores every
 affinity and nice value it changed on given processes, moves them back to
-their cgroups and removes its own cgroups.
+their cgroups and removes its own cgroups. Before each change it records it
+in a state file (:mod:`~hetsched.linux.state`), so that
+``hetsched linux cleanup`` can undo it after a SIGKILL.
 """
 
 from __future__ import annotations
