@@ -361,7 +361,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         print(
             f"{len(table) - len(failed)} of {len(table)} runs ok"
             + (f" ({skipped} already done)" if skipped else "")
-            + f"; table in {out}/results.parquet and results.csv",
+            + f"; table in {out}/{sweeps.tables_written(table)}",
             file=sys.stderr,
         )
     for row in failed.head(5).to_dict("records"):

@@ -26,10 +26,15 @@ written to ``out/runs/<run id>/`` (the files of :meth:`Results.save` plus
 ``row.json``) the moment it finishes, and the table to ``out/results.parquet``
 and ``out/results.csv``. Running the same sweep into the same folder again
 skips the runs that finished (a run id is a hash of the base scenario and the
-run's values) and re-runs only failed or missing ones; a Ctrl-C keeps every
-run that finished.
+run's values) and re-runs only failed or missing ones, and those whose files
+no longer match the checksums in their ``row.json``; a Ctrl-C keeps every
+run that finished. One sweep at a time writes a folder (a lock on
+``out/.sweep.lock``); the tables of an earlier sweep are removed when a sweep
+starts, so they are never read as this one's.
 
-Backends: ``"local"`` (default: a pool of processes, one per core),
+Backends: ``"local"`` (default: a pool of worker processes, one per core,
+each a fresh interpreter that dies with the sweep and is replaced if it
+dies before; see :mod:`hetsched._sweep_worker`),
 ``"serial"`` (in this process; Python schedulers defined in a notebook work
 here), or ``"dask://HOST:PORT"`` / a ``distributed.Client`` (the runs go to
 an existing Dask cluster; its workers need hetsched installed, and results
@@ -52,14 +57,19 @@ A sweep file (``hetsched sweep FILE``) is TOML::
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import difflib
 import hashlib
 import itertools
 import json
 import math
+import numbers
 import os
 import re
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -182,14 +192,12 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 
 def _tomllib() -> Any:
+    from ._toml import toml_module
+
     try:
-        import tomllib  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # Python 3.10
-        raise SweepError(
-            "reading TOML sweep files needs Python 3.11 or newer (tomllib); "
-            "on 3.10 pass the base scenario as a dict or a .json file"
-        ) from None
-    return tomllib
+        return toml_module()
+    except ImportError as e:
+        raise SweepError(str(e)) from None
 
 
 def scenario_document(path: str | Path) -> dict[str, Any]:
@@ -287,9 +295,15 @@ def sweep(
     ``on_result`` is called with each finished row.
 
     A failed run does not stop the sweep: its row has ``status="error"`` and
-    the message. ``KeyboardInterrupt`` stops the sweep after writing the table
-    of the runs that finished, and is raised again.
-    The table's ``attrs`` hold ``{"ran": n, "skipped": n, "out": path}``.
+    the message. A worker process that dies is replaced and its run tried
+    again (:data:`MAX_ATTEMPTS` times in all). ``KeyboardInterrupt`` stops the
+    sweep after writing the table of the runs that finished, and is raised
+    again. Only one sweep at a time writes into a folder (a second one gets
+    :class:`SweepError` naming the first one's PID).
+
+    The table's ``attrs`` hold ``ran``, ``skipped``, ``out``, ``written``
+    (the table files written into ``out``), ``parquet_skipped`` (why there is
+    no ``results.parquet``, or None) and ``workers_replaced``.
     """
     if isinstance(base, SweepSpec):
         spec = base
@@ -311,6 +325,27 @@ def sweep(
         )
 
     out_dir = Path(out) if out is not None else None
+    with contextlib.ExitStack() as stack:
+        if out_dir is not None:
+            stack.enter_context(_FolderLock(out_dir))
+            # The tables of an earlier sweep must not be read as this one's
+            # while it runs (or after it is killed): they go first, and the
+            # description of this sweep is written before any table.
+            _remove_tables(out_dir)
+            _write_spec(out_dir, spec)
+        return _sweep_locked(spec, base_json, jobs, out_dir, backend, workers, progress, on_result)
+
+
+def _sweep_locked(
+    spec: SweepSpec,
+    base_json: str,
+    jobs: list[_Job],
+    out_dir: Path | None,
+    backend: Backend,
+    workers: int | None,
+    progress: bool,
+    on_result: Callable[[dict[str, Any]], None] | None,
+) -> pd.DataFrame:
     rows: dict[int, dict[str, Any]] = {}
     todo: list[_Job] = []
     for job in jobs:
@@ -334,9 +369,10 @@ def sweep(
         if on_result is not None:
             on_result(row)
 
+    replaced = 0
     try:
         if todo:
-            _execute(backend, base_json, todo, spec.trace, workers, finished)
+            replaced = _execute(backend, base_json, todo, spec.trace, workers, finished)
     except KeyboardInterrupt:
         if out_dir is not None:
             _write_table(out_dir, _table(rows, spec))
@@ -345,11 +381,28 @@ def sweep(
         if bar is not None:
             bar.close()
     table = _table(rows, spec)
+    written: list[str] = []
+    parquet_skipped: str | None = None
     if out_dir is not None:
-        _write_table(out_dir, table)
-        _write_spec(out_dir, spec)
-    table.attrs.update(ran=len(todo), skipped=skipped, out=str(out_dir) if out_dir else None)
+        written, parquet_skipped = _write_table(out_dir, table)
+    table.attrs.update(
+        ran=len(todo),
+        skipped=skipped,
+        out=str(out_dir) if out_dir else None,
+        written=written,
+        parquet_skipped=parquet_skipped,
+        workers_replaced=replaced,
+    )
     return table
+
+
+def tables_written(table: pd.DataFrame) -> str:
+    """What a sweep wrote as its table, for a message: ``results.csv and
+    results.parquet``, or ``results.csv (results.parquet skipped: why)``."""
+    written = list(table.attrs.get("written") or [])
+    text = " and ".join(written) or "no table"
+    skipped = table.attrs.get("parquet_skipped")
+    return f"{text} (results.parquet skipped: {skipped})" if skipped else text
 
 
 def read_table(out_dir: str | Path) -> pd.DataFrame:
@@ -406,13 +459,14 @@ def _execute(
     trace: bool,
     workers: int | None,
     finished: Callable[[_Job, dict[str, Any], str | None], None],
-) -> None:
+) -> int:
+    """Run ``jobs`` on ``backend``; returns how many worker processes were replaced."""
     if backend == "serial":
         for job in jobs:
             row, raw = run_point(base_json, job.overrides, trace)
             finished(job, row, raw)
     elif backend == "local" or backend is None:
-        _execute_local(base_json, jobs, trace, workers, finished)
+        return _execute_local(base_json, jobs, trace, workers, finished)
     elif isinstance(backend, str) and backend.startswith("dask://"):
         _execute_dask(backend[len("dask://") :], base_json, jobs, trace, finished)
     elif isinstance(backend, str):
@@ -422,6 +476,7 @@ def _execute(
         )
     else:
         _execute_dask(backend, base_json, jobs, trace, finished)
+    return 0
 
 
 def _execute_local(
@@ -430,50 +485,156 @@ def _execute_local(
     trace: bool,
     workers: int | None,
     finished: Callable[[_Job, dict[str, Any], str | None], None],
-) -> None:
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+) -> int:
+    """Run ``jobs`` on a pool of worker processes (:mod:`hetsched._sweep_worker`).
+
+    A worker that dies (SIGKILL, the out-of-memory killer) is replaced and the
+    run it held is tried again, up to :data:`MAX_ATTEMPTS` times in all, then
+    recorded as failed with the reason. Returns how many workers were replaced."""
+    import selectors
+
+    from ._sweep_worker import recv, send
 
     n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if n == 1:
-        _execute("serial", base_json, jobs, trace, None, finished)
-        return
-    # spawn: workers start clean, whatever threads this process runs.
-    pool = ProcessPoolExecutor(
-        max_workers=n,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_ignore_interrupts,
-    )
-    pending = {}
-    queue = iter(jobs)
+        return _execute("serial", base_json, jobs, trace, None, finished)
+    queue = collections.deque(jobs)
+    attempts: dict[int, int] = {}
+    pool: dict[int, _Worker] = {}
+    sel = selectors.DefaultSelector()
+    replaced = 0
+    dead_at_start = 0
+
+    def start() -> None:
+        w = _Worker(_start_worker())
+        pool[w.fd] = w
+        sel.register(w.fd, selectors.EVENT_READ, w)
+        with contextlib.suppress(OSError):  # a death shows on its output
+            send(w.stdin, {"sys_path": list(sys.path)})
+
+    def dispatch(w: _Worker) -> None:
+        if not queue:
+            return
+        w.job = queue.popleft()
+        with contextlib.suppress(OSError):
+            send(w.stdin, (w.job.index, (base_json, w.job.overrides, trace)))
+
+    clean = False
     try:
-        # Keep at most 2 runs per worker in flight, so an interrupt loses little.
-        for job in itertools.islice(queue, 2 * n):
-            pending[pool.submit(run_point, base_json, job.overrides, trace)] = job
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                job = pending.pop(fut)
-                try:
-                    row, raw = fut.result()
-                except Exception as e:  # a worker that died (killed, out of memory)
-                    row, raw = {"status": "error", "error": f"worker failed: {e!r}"}, None
+        for _ in range(n):
+            start()
+        while queue or any(w.job is not None for w in pool.values()):
+            for key, _ in sel.select():
+                w = key.data
+                msg = recv(w.fd)
+                if msg is None:  # the worker died
+                    sel.unregister(w.fd)
+                    del pool[w.fd]
+                    why = w.close()
+                    replaced += 1
+                    job, w.job = w.job, None
+                    if job is None and not w.ready:
+                        dead_at_start += 1
+                        if dead_at_start >= MAX_ATTEMPTS:
+                            raise SweepError(
+                                f"hetsched.sweep: the worker processes die as they start "
+                                f"({why}); see the messages above, or use workers=1"
+                            )
+                    elif job is not None:
+                        tries = attempts[job.index] = attempts.get(job.index, 0) + 1
+                        if tries < MAX_ATTEMPTS:
+                            queue.appendleft(job)
+                        else:
+                            finished(
+                                job,
+                                {
+                                    "status": "error",
+                                    "error": f"the worker process running it died ({why}) "
+                                    f"{tries} times; not tried again",
+                                },
+                                None,
+                            )
+                    if queue:
+                        start()
+                    continue
+                if msg == "ready":
+                    w.ready = True
+                    dispatch(w)
+                    continue
+                job, w.job = w.job, None
+                row, raw = msg[1]
+                dispatch(w)  # keep the worker busy while this process writes files
+                assert job is not None
                 finished(job, row, raw)
-                nxt = next(queue, None)
-                if nxt is not None:
-                    pending[pool.submit(run_point, base_json, nxt.overrides, trace)] = nxt
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+        clean = True
+    finally:
+        for w in list(pool.values()):
+            # A worker still starting has nothing to finish: it goes at once.
+            w.close(stop=not clean or not w.ready)
+        sel.close()
+    return replaced
 
 
-def _ignore_interrupts() -> None:
-    """In a worker process: Ctrl-C is for the sweep's own process, which stops
-    handing out runs; a worker finishes the run it has and exits quietly."""
-    import signal
+#: How many times a run is tried when the worker process running it dies
+#: (killed, out of memory) before the run is recorded as failed.
+MAX_ATTEMPTS = 3
+#: How long a worker may take to exit after its input ends, s, before it is killed.
+WORKER_EXIT_S = 5.0
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+class _Worker:
+    """One worker process and the job it holds."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc = proc
+        self.stdin = proc.stdin
+        self.fd = proc.stdout.fileno()
+        self.job: _Job | None = None
+        self.ready = False
+
+    def close(self, stop: bool = False) -> str:
+        """End the process (at once with ``stop``; else by ending its input)
+        and say how it ended."""
+        if stop:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+        try:
+            rc = self.proc.wait(timeout=WORKER_EXIT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if rc < 0:
+            try:
+                return f"killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                return f"killed by signal {-rc}"
+        return f"exit status {rc}"
+
+
+def _start_worker() -> subprocess.Popen[bytes]:
+    from ._sweep_worker import BOOTSTRAP
+
+    # A fresh interpreter that imports this package from where this process
+    # did; it does not import the caller's __main__ (no guard needed there).
+    pkg_root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH")) if p)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            BOOTSTRAP,
+            str(os.getpid()),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
 
 
 def _execute_dask(
@@ -554,14 +715,82 @@ def _run_id(base_json: str, overrides: list[tuple[str, str]]) -> str:
     return h.hexdigest()[:12]
 
 
+#: The lock file of a sweep folder; it holds the PID of the sweep writing it.
+LOCK_NAME = ".sweep.lock"
+
+
+class _FolderLock:
+    """An exclusive ``flock`` on ``DIR/.sweep.lock`` for the sweep's duration.
+    The kernel drops it when the process ends, however it ends."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.dir = out_dir
+        self.fd: int | None = None
+
+    def __enter__(self) -> _FolderLock:
+        try:
+            import fcntl
+        except ImportError:  # no flock on this system: nothing to hold
+            return self
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / LOCK_NAME
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise SweepError(
+                f"{self.dir}: another sweep (PID {holder}) is writing into this folder; "
+                "wait for it to end or choose another output folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, 0)
+            os.close(self.fd)  # closing the last descriptor releases the lock
+            self.fd = None
+
+
+def _tmp_name(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other process uses."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def _finished_row(out_dir: Path, job: _Job) -> dict[str, Any] | None:
-    path = out_dir / "runs" / job.run_id / "row.json"
+    """The row of a run that finished and whose files are intact, else None
+    (the run is done again): every file listed in its ``row.json`` must be
+    there with the checksum recorded, and an ``ok`` run needs its
+    ``summary.json`` and ``tasks.csv``."""
+    run_dir = out_dir / "runs" / job.run_id
     try:
-        row = json.loads(path.read_text(encoding="utf-8"))
+        row = json.loads((run_dir / "row.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(row, dict) or row.get("status") != "ok":
         return None  # failed runs are tried again
+    files = row.pop("files", None)
+    if not isinstance(files, dict) or not {"summary.json", "tasks.csv"} <= set(files):
+        return None
+    for name, digest in files.items():
+        try:
+            if _sha256(run_dir / name) != digest:
+                return None
+        except OSError:
+            return None
     row["run"] = job.index
     return row
 
@@ -571,19 +800,67 @@ def _save_run(out_dir: Path, job: _Job, row: dict[str, Any], raw: str | None) ->
 
     run_dir = out_dir / "runs" / job.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
+    # row.json goes first, then every other file of an earlier attempt, so
+    # that the folder holds this run's files only.
+    with contextlib.suppress(FileNotFoundError):
+        (run_dir / "row.json").unlink()
+    for old in run_dir.iterdir():
+        if old.is_file():
+            old.unlink()
     if raw is not None:
         Results(raw).save(run_dir)
-    # row.json last, written whole: its presence marks the run finished.
-    tmp = run_dir / "row.json.tmp"
-    tmp.write_text(json.dumps(row, indent=2, default=str) + "\n", "utf-8")
+    files = {
+        p.name: _sha256(p)
+        for p in sorted(run_dir.iterdir())
+        if p.is_file() and not p.name.startswith(".")
+    }
+    # row.json last, written whole: its presence marks the run finished and
+    # its checksums let a resumed sweep check the other files.
+    tmp = _tmp_name(run_dir / "row.json")
+    tmp.write_text(json.dumps({**row, "files": files}, indent=2, default=str) + "\n", "utf-8")
     tmp.replace(run_dir / "row.json")
 
 
-def _write_table(out_dir: Path, table: pd.DataFrame) -> None:
+TABLES = ("results.parquet", "results.csv")
+
+
+def _remove_tables(out_dir: Path) -> None:
+    for name in TABLES:
+        with contextlib.suppress(FileNotFoundError):
+            (out_dir / name).unlink()
+
+
+def _write_table(out_dir: Path, table: pd.DataFrame) -> tuple[list[str], str | None]:
+    """Write ``results.csv`` and ``results.parquet`` (each under a temporary
+    name, then renamed). Returns the names written and, when Parquet was not
+    written, why (the old one is removed either way)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out_dir / "results.csv", index=False)
-    with contextlib.suppress(ImportError):  # pyarrow missing: the CSV is there
-        table.to_parquet(out_dir / "results.parquet", index=False)
+    _remove_tables(out_dir)
+    written = []
+    csv = out_dir / "results.csv"
+    tmp = _tmp_name(csv)
+    table.to_csv(tmp, index=False)
+    tmp.replace(csv)
+    written.append(csv.name)
+    parquet = out_dir / "results.parquet"
+    tmp = _tmp_name(parquet)
+    if not _pyarrow_available():
+        return written, "pyarrow is not installed (pip install 'hetsched[parquet]')"
+    try:
+        table.to_parquet(tmp, index=False)
+    except Exception as e:  # a column Arrow cannot store: the CSV has it all
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        return written, f"Arrow cannot store the table: {type(e).__name__}: {e}"
+    tmp.replace(parquet)
+    written.append(parquet.name)
+    return written, None
+
+
+def _pyarrow_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
 
 
 def _write_spec(out_dir: Path, spec: SweepSpec) -> None:
@@ -596,9 +873,11 @@ def _write_spec(out_dir: Path, spec: SweepSpec) -> None:
         "trace": spec.trace,
         "base": spec.base,
     }
-    (out_dir / "sweep.json").write_text(
-        json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n", "utf-8"
-    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "sweep.json"
+    tmp = _tmp_name(path)
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n", "utf-8")
+    tmp.replace(path)
 
 
 def _table(rows: Mapping[int, dict[str, Any]], spec: SweepSpec) -> pd.DataFrame:
@@ -637,7 +916,33 @@ def _values(source: str, where: str, v: Any) -> list[Any]:
     for x in v:
         if isinstance(x, float) and not math.isfinite(x):
             raise SweepError(f"{source}: {where}: {x!r} is not a finite number")
+    kinds: dict[str, Any] = {}
+    for x in v:
+        kinds.setdefault(_kind(x), x)
+    if len(kinds) > 1:
+        examples = ", ".join(f"{x!r} is {k}" for k, x in kinds.items())
+        raise SweepError(
+            f"{source}: {where}: values of different types ({examples}); "
+            f"an axis takes values of one type: {list(v)!r}"
+        )
     return list(v)
+
+
+def _kind(x: Any) -> str:
+    """The type of a swept value as the scenario sees it (int and float are one)."""
+    if isinstance(x, bool):
+        return "a boolean"
+    if isinstance(x, numbers.Real):
+        return "a number"
+    if isinstance(x, str):
+        return "a string"
+    if isinstance(x, Mapping):
+        return "a table"
+    if isinstance(x, Sequence):
+        return "a list"
+    if x is None:
+        return "nothing"
+    return f"a {type(x).__name__}"
 
 
 def _check_paths(spec: SweepSpec, source: str) -> None:

@@ -25,8 +25,12 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import LinuxError
+
+if TYPE_CHECKING:
+    from .state import AgentState
 
 #: Default bandwidth period: short, so that a duty cycle is delivered evenly
 #: (a task finishes at most a fraction of a period late or early), not in
@@ -188,8 +192,12 @@ class Groups:
         mounts: dict[str, Path],
         weight: bool,
         period_us: int = PERIOD_US,
+        journal: AgentState | None = None,
     ):
         self.profile = profile
+        # Told of each group before it is made and of each process before it
+        # is moved in, so that `hetsched linux cleanup` can undo both.
+        self.journal = journal
         self.version = version
         self.mounts = mounts
         self.high_weight = weight
@@ -217,6 +225,7 @@ class Groups:
         prefer: str = "auto",
         high_weight: bool = False,
         period_us: int = PERIOD_US,
+        journal: AgentState | None = None,
     ) -> Groups:
         if os.geteuid() != 0:
             raise LinuxError(
@@ -224,7 +233,7 @@ class Groups:
                 "(run as root, or leave out --profile)"
             )
         version, mounts = detect(prefer)
-        g = cls(profile, version, mounts, high_weight, period_us)
+        g = cls(profile, version, mounts, high_weight, period_us, journal)
         try:
             g._make_parent()
             for cpu in profile.cpus:
@@ -241,6 +250,8 @@ class Groups:
         return [""] if self.version == "v2" else ["cpuset", "cpu"]
 
     def _mkdir(self, ctrl: str, path: Path) -> None:
+        if self.journal is not None:
+            self.journal.cgroup(path)
         try:
             path.mkdir()
         except PermissionError:
@@ -415,6 +426,8 @@ class Groups:
         paths = self.group_for(cpus)
         if pid not in self.origin:
             self.origin[pid] = {c: _cgroup_of(pid, c) or "/" for c in self._controllers()}
+            if self.journal is not None:
+                self.journal.moved(pid, self.origin[pid], self.mounts)
         for path in paths.values():
             _write(path / "cgroup.procs", str(pid))
 

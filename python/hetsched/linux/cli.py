@@ -5,7 +5,7 @@ hetsched linux calibrate [--json]
 hetsched linux agent WORKLOAD.toml --agent faster-first --profile "cpu0=100%, cpu1=50%"
 hetsched linux agent --pid 1234 --pid 5678 --agent equal-share --duration 10
 hetsched linux validate-sim [--json]
-hetsched linux cleanup                    # remove cgroups left by a killed agent
+hetsched linux cleanup                    # undo what a killed agent left: programs, cgroups ...
 """
 
 from __future__ import annotations
@@ -106,7 +106,9 @@ def register(sub: Any) -> None:
     v.add_argument("--json", action="store_true", help="print the rows as JSON")
     v.set_defaults(handler=_cmd_validate)
 
-    cl = lsub.add_parser("cleanup", help="remove cgroups left by an agent that was killed")
+    cl = lsub.add_parser(
+        "cleanup", help="undo what a killed agent left: its programs, affinities, cgroups"
+    )
     cl.set_defaults(handler=_cmd_cleanup)
 
     from . import hotplug
@@ -272,14 +274,30 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 @_guard
 def _cmd_cleanup(args: argparse.Namespace) -> int:
     from .cgroups import leftover_groups, remove_tree
+    from .state import cleanup, state_dir
 
+    # First what killed agents recorded (programs, affinities, frequencies,
+    # their groups), then any hetsched-PID group of a dead agent that no
+    # state file names.
+    done, problems = cleanup()
+    for line in done:
+        print(line)
     left = leftover_groups()
     for p in left:
-        remove_tree(p)
-        print(f"removed {p}")
-    if not left:
-        print("no leftover hetsched cgroups")
-    return EXIT_OK
+        try:
+            remove_tree(p)
+        except OSError as e:
+            problems.append(f"cannot remove cgroup {p}: {e.strerror or e}")
+            continue
+        print(f"removed cgroup {p}")
+    for line in problems:
+        print(f"hetsched: error: {line}", file=sys.stderr)
+    if not done and not left and not problems:
+        print(
+            f"nothing to clean up (no state of a stopped agent in {state_dir()}/, "
+            "no leftover hetsched cgroups)"
+        )
+    return EXIT_FAILURE if problems else EXIT_OK
 
 
 def _clean(v: Any) -> Any:

@@ -14,7 +14,9 @@ of a repeated program is the same task, as in the simulator.
 Safety: the runner only acts on processes it launched or was given; on exit,
 error or SIGTERM/SIGINT/SIGHUP it stops what it launched, restores every
 affinity and nice value it changed on given processes, moves them back to
-their cgroups and removes its own cgroups.
+their cgroups and removes its own cgroups. Before each change it records it
+in a state file (:mod:`~hetsched.linux.state`), so that
+``hetsched linux cleanup`` can undo it after a SIGKILL.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 
 from . import LinuxError, procfs, progs
 from .cgroups import Groups, Profile, online_cpus
+from .state import STATE_DIR_ENV, AgentState
 from .workload import RealProgram, RealWorkload
 
 NAN = float("nan")
@@ -240,6 +243,9 @@ class Runner:
         self.agent_errors: list[str] = []
         self._cpufreq_warned = False
         self.fuse_log: list[tuple[float, str, list[int]]] = []  # (s, fuse/split, cpus)
+        # What this agent launched and changed, on disk before each change
+        # (for `hetsched linux cleanup` after a SIGKILL); made by run().
+        self.state: AgentState | None = None
         if workload:
             for i, p in enumerate(workload.programs):
                 self.tasks.append(Task(i, p.name, p, next_start_s=p.start_s, remaining=p.repeat))
@@ -301,6 +307,8 @@ class Runner:
         t = self.tasks[task]
         if t.given and pid not in self.changed_affinity:
             self.changed_affinity[pid] = os.sched_getaffinity(pid)
+            if self.state is not None:
+                self.state.affinity(pid, self.changed_affinity[pid])
         if self.groups is not None:
             try:
                 self.groups.place(pid, cpus)
@@ -337,6 +345,8 @@ class Runner:
             try:
                 if t.given and tid not in self.changed_nice:
                     self.changed_nice[tid] = os.getpriority(os.PRIO_PROCESS, tid)
+                    if self.state is not None:
+                        self.state.nice(tid, self.changed_nice[tid])
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
             except ProcessLookupError:
                 pass
@@ -360,6 +370,10 @@ class Runner:
                     "(select it with cpupower frequency-set -g userspace to let agents set clocks)"
                 )
             return
+        if self.state is not None:
+            with contextlib.suppress(OSError):
+                old = (base / "scaling_setspeed").read_text().strip()
+                self.state.frequency(domain, base / "scaling_setspeed", old)
         (base / "scaling_setspeed").write_text(str(int(mhz) * 1000))
 
     # -- launching --------------------------------------------------------------
@@ -421,6 +435,8 @@ class Runner:
             inst = Instance(t.id, idx, p.pid, started, popen=p, out_path=out)
             t.current = inst
             t.instances.append(inst)
+            if self.state is not None:
+                self.state.launched(p.pid, f"{t.name}.{idx}")
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         t.remaining -= 1
@@ -460,6 +476,8 @@ class Runner:
             return
         self._account(t)
         inst.end_s = self.elapsed()
+        if self.state is not None and inst.popen is not None:
+            self.state.ended(inst.pid)
         if inst.out_path is not None:
             try:
                 lines = inst.out_path.read_text().strip().splitlines()
@@ -561,6 +579,7 @@ class Runner:
                 self.cgroup_version,
                 self.high_weight,
                 period_us=round(self.quota_period_ms * 1000),
+                journal=self.state,
             )
             self.cpusets = [
                 {"name": f"cpu{c}", "cpus": [c], "mhz": self.effective_mhz(c)}
@@ -595,6 +614,14 @@ class Runner:
         self.cpu_t0 = procfs.cpu_times()
         try:
             try:
+                self.state = AgentState()
+                try:
+                    self.state.write()
+                except OSError as e:
+                    raise LinuxError(
+                        f"{self.state.path}: cannot write the agent's state file "
+                        f"({e.strerror or e}); set {STATE_DIR_ENV} to a writable folder"
+                    ) from None
                 self._setup()
                 if self.agent is not None and hasattr(self.agent, "init"):
                     try:
@@ -617,6 +644,14 @@ class Runner:
                 problems = self.cleanup()
                 # The programs' captured output was read as they ended.
                 shutil.rmtree(self.outdir, ignore_errors=True)
+                if self.state is not None:
+                    if problems:
+                        problems.append(
+                            f"what is left is recorded in {self.state.path}: "
+                            "run hetsched linux cleanup"
+                        )
+                    else:
+                        self.state.remove()
             finally:
                 for sig in _STOP_SIGNALS:
                     signal.signal(sig, lambda *_: None)

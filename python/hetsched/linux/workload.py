@@ -22,12 +22,12 @@ A command whose first word is one of hetsched's real programs (``spin``,
 
 from __future__ import annotations
 
-import importlib
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._toml import toml_module
 from . import LinuxError
 
 _PROGRAM_KEYS = {"name", "command", "start_s", "nice", "repeat", "kind", "cpus"}
@@ -59,9 +59,9 @@ def load(path: Path) -> RealWorkload:
     except FileNotFoundError:
         raise LinuxError(f"{path}: no such workload file") from None
     try:
-        tomllib = importlib.import_module("tomllib")
-    except ModuleNotFoundError:
-        raise LinuxError("reading workload TOML needs Python 3.11 or newer (tomllib)") from None
+        tomllib = toml_module()
+    except ImportError as e:
+        raise LinuxError(str(e)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -1,0 +1,133 @@
+"""A worker process of a local sweep (see :mod:`hetsched.sweeps`).
+
+The sweep starts each worker as a fresh interpreter
+(``python -c BOOTSTRAP PARENT_PID``),
+not through :mod:`multiprocessing`: a fresh interpreter does not import the
+caller's ``__main__`` again, so a sweep works from a plain script without an
+``if __name__ == "__main__":`` guard, and no resource tracker process is left
+behind.
+
+Protocol, on the worker's standard input and output: frames of a 4-byte
+big-endian length and a pickle. The parent sends ``{"sys_path": [...]}``
+first (so that ``python:module:Class`` policies import as in the parent),
+the worker answers ``"ready"``; then each job ``(key, args)`` is answered with
+``(key, (row, results JSON))``. End of input ends the worker.
+
+The worker dies with its parent: on Linux the kernel sends it SIGKILL when
+the parent goes (``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread watches the
+parent's PID. Ctrl-C is ignored here: it is for the sweep's process, which
+stops the workers itself.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import pickle
+import signal
+import struct
+import sys
+import threading
+import time
+from typing import IO, Any
+
+#: prctl option that asks the kernel for a signal when the parent exits
+#: (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+#: How often the portable parent watch looks at the parent's PID, s.
+PARENT_POLL_S = 0.5
+
+_HEADER = struct.Struct(">I")
+
+#: The worker's command line (``python -c BOOTSTRAP PARENT_PID``). It asks for
+#: the parent-death signal before importing anything heavy, so that a worker
+#: whose parent is killed while the worker still starts does not live on.
+BOOTSTRAP = (
+    "import ctypes, os, sys\n"
+    "try:\n"
+    f"    ctypes.CDLL(None).prctl({PR_SET_PDEATHSIG}, {int(signal.SIGKILL)}, 0, 0, 0)\n"
+    "except (OSError, AttributeError):\n"
+    "    pass\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(1)\n"
+    "from hetsched._sweep_worker import main\n"
+    "main()\n"
+)
+
+
+def send(stream: IO[bytes], obj: Any) -> None:
+    """Write one frame."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_exact(fd: int, n: int) -> bytes | None:
+    """``n`` bytes from ``fd``, or None at end of file (a partial frame is an end too)."""
+    parts: list[bytes] = []
+    left = n
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return None
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+def recv(fd: int) -> Any | None:
+    """Read one frame; None at end of file."""
+    head = read_exact(fd, _HEADER.size)
+    if head is None:
+        return None
+    body = read_exact(fd, _HEADER.unpack(head)[0])
+    if body is None:
+        return None
+    return pickle.loads(body)
+
+
+def die_with_parent(parent: int) -> None:
+    """Arrange to end when process ``parent`` ends; exit now if it already has."""
+    armed = False
+    if sys.platform.startswith("linux"):
+        libc_name = ctypes.util.find_library("c") or "libc.so.6"
+        try:
+            libc = ctypes.CDLL(libc_name, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    # The parent may have gone before the signal was armed.
+    if os.getppid() != parent:
+        os._exit(1)
+    if not armed:
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(PARENT_POLL_S)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def main() -> None:
+    parent = int(sys.argv[1])
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The protocol owns the real standard output; anything a policy prints
+    # goes to standard error.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    hello = recv(0)
+    if not isinstance(hello, dict):
+        return
+    sys.path[:] = list(hello.get("sys_path") or sys.path)
+    from .sweeps import run_point
+
+    send(out, "ready")
+    while True:
+        msg = recv(0)
+        if msg is None:
+            return
+        key, args = msg
+        send(out, (key, run_point(*args)))
