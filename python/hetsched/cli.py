@@ -222,11 +222,23 @@ def _parser() -> argparse.ArgumentParser:
     wl = sub.add_parser("workload", help="workloads from the Linux world")
     wsub = wl.add_subparsers(title="workload commands", metavar="WHAT")
     ra = wsub.add_parser("from-rt-app", help="translate an rt-app JSON file into a scenario")
-    ra.add_argument("file", type=Path, help="rt-app JSON file")
     ra.add_argument(
-        "--machine", default="big-little-4+4", help="machine preset (default: big-little-4+4)"
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="rt-app JSON file, or the fragments of rt-app's merge/ format",
+    )
+    ra.add_argument(
+        "--machine",
+        default="big-little-4+4",
+        help="machine preset, or a machine file (.toml/.json with a [machine] table, e.g. "
+        "from `hetsched machine from-sysfs`) (default: big-little-4+4)",
     )
     ra.add_argument("--scheduler", default="cfs", help="scheduler (default: cfs)")
+    ra.add_argument(
+        "--duration", type=float, metavar="S", help="run length in s (default: the file's)"
+    )
     ra.add_argument(
         "--out", type=Path, metavar="FILE", help="a .toml or .json scenario (default: stdout, TOML)"
     )
@@ -422,11 +434,17 @@ def _cmd_from_sysfs(args: argparse.Namespace) -> int:
 def _cmd_from_rtapp(args: argparse.Namespace) -> int:
     from . import rtapp
 
-    wl = rtapp.load_rtapp(args.file)
-    scenario = wl.scenario(machine=args.machine, scheduler=args.scheduler)
+    wl = rtapp.load_rtapp(*args.files)
+    machine: str | dict[str, Any] = args.machine
+    if Path(args.machine).suffix.lower() in (".toml", ".json") or Path(args.machine).is_file():
+        machine = rtapp.load_machine_file(args.machine)
+    if args.duration is not None and not args.duration > 0:
+        raise UsageError(f"--duration must be > 0 s, got {args.duration}")
+    scenario = wl.scenario(machine=machine, scheduler=args.scheduler, duration_s=args.duration)
     as_json = args.out is not None and args.out.suffix.lower() == ".json"
     text = json.dumps(scenario, indent=2) + "\n" if as_json else rtapp.scenario_toml(scenario)
-    api.loads(text, fmt="json" if as_json else "toml", source=f"translation of {args.file}")
+    source = f"translation of {' '.join(map(str, args.files))}"
+    api.loads(text, fmt="json" if as_json else "toml", source=source)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
