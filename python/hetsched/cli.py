@@ -12,6 +12,7 @@
     hetsched plot out/demo --kind timeline         # also utilization, power, fairness, speedup
     hetsched report out/demo                       # self-contained HTML
     hetsched machine from-sysfs > machine.toml     # this machine's CPUs
+    hetsched machine from-devicetree soc.dtsi soc-opp.dtsi --out machine.toml
     hetsched workload from-rt-app tasks.json --out rtapp.toml
 
 Errors in scenarios, policies and files are printed as one line,
@@ -215,8 +216,29 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="/ (this machine, the default) or the root of a saved copy of /sys",
     )
+    fs.add_argument(
+        "--energy-model",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="take P-states and power from a LISA platform .json or device-tree sources "
+        "(repeat for several .dts/.dtsi files)",
+    )
     fs.add_argument("--out", type=Path, metavar="FILE", help="write here instead of stdout")
     fs.set_defaults(handler=_cmd_from_sysfs)
+    dt = msub.add_parser(
+        "from-devicetree",
+        help="write a machine TOML with its energy model from device-tree sources (.dts/.dtsi)",
+    )
+    dt.add_argument("files", nargs="+", type=Path, metavar="FILE", help=".dts/.dtsi files")
+    dt.add_argument("--out", type=Path, metavar="FILE", help="write here instead of stdout")
+    dt.set_defaults(handler=_cmd_from_energy_model, em_kind="devicetree")
+    li = msub.add_parser(
+        "from-lisa", help="write a machine TOML from a LISA platform description (.json)"
+    )
+    li.add_argument("files", nargs=1, type=Path, metavar="FILE", help="LISA platform .json")
+    li.add_argument("--out", type=Path, metavar="FILE", help="write here instead of stdout")
+    li.set_defaults(handler=_cmd_from_energy_model, em_kind="lisa")
     mc.set_defaults(handler=lambda args: _usage(mc))
 
     wl = sub.add_parser("workload", help="workloads from the Linux world")
@@ -409,9 +431,25 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_from_sysfs(args: argparse.Namespace) -> int:
-    from . import sysfs
+    from . import energymodel, sysfs
 
-    m = sysfs.machine_from_sysfs(args.root)
+    em = energymodel.load_energy_model(args.energy_model) if args.energy_model else None
+    _write_machine(sysfs.machine_from_sysfs(args.root, energy_model=em), args.out)
+    return EXIT_OK
+
+
+def _cmd_from_energy_model(args: argparse.Namespace) -> int:
+    from . import energymodel
+
+    if args.em_kind == "lisa":
+        em = energymodel.load_lisa(args.files[0])
+    else:
+        em = energymodel.load_devicetree(args.files)
+    _write_machine(em.machine(), args.out)
+    return EXIT_OK
+
+
+def _write_machine(m: Any, out: Path | None) -> None:
     text = m.toml()
     # The TOML must be a machine the core accepts: check it with a small workload.
     api.loads(
@@ -420,15 +458,14 @@ def _cmd_from_sysfs(args: argparse.Namespace) -> int:
         + '\n[[workload.programs]]\nname = "check"\nkind = "sequential"\nwork_ms = 1\n',
         source=f"machine from {m.source}",
     )
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-        print(f"wrote {args.out}", file=sys.stderr)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     for w in m.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    return EXIT_OK
 
 
 def _cmd_from_rtapp(args: argparse.Namespace) -> int:
