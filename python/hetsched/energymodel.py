@@ -446,6 +446,8 @@ class _Parser:
 
     def take(self, value: str | None = None) -> tuple[str, str, str]:
         tok = self.peek()
+        if tok[0] == "eof" and value is not None:
+            raise EnergyModelError(f"{tok[2]}: the file ends inside a node ('{{' never closed)")
         if value is not None and tok[1] != value:
             raise EnergyModelError(f"{tok[2]}: expected {value!r}, found {tok[1] or 'the end'!r}")
         self.i += 1
@@ -483,6 +485,8 @@ class _Parser:
         while self.peek()[0] == "label":
             labels.append(self.take()[1][:-1])
         kind, name, where = self.take()
+        if kind == "eof":
+            raise EnergyModelError(f"{where}: a node is never closed")
         if kind not in ("name",):
             raise EnergyModelError(f"{where}: expected a node name, found {name!r}")
         return self.node_body(_Node(name, labels, where=where))
@@ -496,7 +500,8 @@ class _Parser:
             if kind == "directive":
                 raise EnergyModelError(f"{where}: {value} inside a node is not supported")
             # A property (name ; or name = ...;) or a child node (labels name {).
-            if kind == "name" and self.t[self.i + 1][1] in ("=", ";"):
+            nxt = self.t[self.i + 1][1] if self.i + 1 < len(self.t) else ""
+            if kind == "name" and nxt in ("=", ";"):
                 self.take()
                 if self.take()[1] == ";":
                     node.props[value] = []

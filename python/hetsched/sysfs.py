@@ -50,7 +50,9 @@ capacity (reported once).
 from __future__ import annotations
 
 import json
+import posixpath
 import re
+import tarfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,8 +129,96 @@ def cpu_dir(root: str | Path = "/") -> Path:
             return candidate
     raise SysfsError(
         f"{r}: no sys/devices/system/cpu/cpu0 under it; give / or the root of a saved copy "
-        "of /sys (e.g. made with `cp -r --parents /sys/devices/system/cpu DEST`)"
+        "of /sys (e.g. made with `cp -r --parents /sys/devices/system/cpu DEST`), or a .tar "
+        "archive of one"
     )
+
+
+class _Tree:
+    """Read access to a ``devices/system/cpu`` folder, on disk or in a tar
+    archive (as hwloc keeps its saved trees: ``NAME.tar.bz2``)."""
+
+    def __init__(self, root: str | Path) -> None:
+        p = Path(root)
+        self.files: dict[str, bytes] | None = None
+        self.dirs: set[str] = set()
+        self.links: dict[str, str] = {}
+        if p.is_file() and tarfile.is_tarfile(p):
+            self._load_tar(p)
+        else:
+            self.base = cpu_dir(p)
+            self.name = str(self.base)
+
+    def _load_tar(self, p: Path) -> None:
+        marker = "sys/devices/system/cpu/"
+        files: dict[str, bytes] = {}
+        prefix: str | None = None
+        with tarfile.open(p) as tar:
+            for m in tar:
+                at = m.name.find(marker)
+                if at < 0 or (prefix is not None and not m.name.startswith(prefix)):
+                    continue
+                if prefix is None:
+                    prefix = m.name[: at + len(marker)]
+                rel = m.name[len(prefix) :]
+                if m.isdir():
+                    self.dirs.add(rel)
+                elif m.issym():
+                    target = posixpath.normpath(posixpath.join(posixpath.dirname(rel), m.linkname))
+                    self.links[rel] = target
+                elif m.isfile():
+                    f = tar.extractfile(m)
+                    if f is not None:
+                        files[rel] = f.read()
+        for rel in files:
+            parts = rel.split("/")
+            for k in range(1, len(parts)):
+                self.dirs.add("/".join(parts[:k]))
+        if "cpu0" not in self.dirs:
+            raise SysfsError(f"{p}: no sys/devices/system/cpu/cpu0 in this archive")
+        self.files = files
+        self.base = Path(str(p))
+        self.name = f"{p}:{prefix}"
+
+    def _resolve(self, rel: str) -> str:
+        """``rel`` with the archive's symbolic links followed (``cpuN/cpufreq``
+        links to ``cpufreq/policyM``)."""
+        parts = rel.split("/")
+        for _ in range(40):
+            for k in range(1, len(parts) + 1):
+                head = "/".join(parts[:k])
+                if head in self.links:
+                    parts = self.links[head].split("/") + parts[k:]
+                    break
+            else:
+                return "/".join(parts)
+        return "/".join(parts)
+
+    def read(self, rel: str) -> bytes | None:
+        if self.files is not None:
+            return self.files.get(self._resolve(rel))
+        try:
+            return (self.base / rel).read_bytes()
+        except OSError:
+            return None
+
+    def listdir(self, rel: str) -> list[str]:
+        if self.files is not None:
+            rel = self._resolve(rel) if rel else rel
+            pre = rel.rstrip("/") + "/" if rel else ""
+            entries = self.dirs | set(self.files) | set(self.links)
+            names = {d[len(pre) :].split("/")[0] for d in entries
+                     if d.startswith(pre) and len(d) > len(pre)}  # fmt: skip
+            return sorted(names)
+        try:
+            return sorted(x.name for x in (self.base / rel).iterdir())
+        except OSError:
+            return []
+
+    def isdir(self, rel: str) -> bool:
+        if self.files is not None:
+            return self._resolve(rel) in self.dirs
+        return (self.base / rel).is_dir()
 
 
 _FREQ_FILES = (
@@ -145,14 +235,13 @@ def machine_from_sysfs(
 ) -> SysfsMachine:
     """Read the CPUs under ``root`` (see the module doc); with
     ``energy_model``, the types take its P-states and power."""
-    base = cpu_dir(root)
+    tree = _Tree(root)
     missing: dict[str, list[int]] = {}
     nul: dict[str, list[int]] = {}
 
     def read(cpu: int, rel: str, *, quiet: bool = False) -> str | None:
-        try:
-            raw = (base / f"cpu{cpu}" / rel).read_bytes()
-        except OSError:
+        raw = tree.read(f"cpu{cpu}/{rel}")
+        if raw is None:
             if not quiet:
                 missing.setdefault(rel, []).append(cpu)
             return None
@@ -161,7 +250,7 @@ def machine_from_sysfs(
             raw = raw.replace(b"\x00", b"")
         return raw.decode("utf-8", "replace").strip()
 
-    ids, offline = _online(base)
+    ids, offline = _online(tree)
     cpus: list[_Cpu] = []
     for i in ids:
         c = _Cpu(i)
@@ -185,7 +274,7 @@ def machine_from_sysfs(
         c.freqs_khz = sorted({int(x) for x in freqs.split() if x.isdigit()}) if freqs else None
         rel = read(i, "cpufreq/related_cpus")
         c.related = _cpulist(rel) if rel else None
-        c.llc = _llc(base / f"cpu{i}" / "cache")
+        c.llc = _llc(tree, f"cpu{i}/cache")
         cpus.append(c)
 
     warnings: list[str] = []
@@ -244,7 +333,7 @@ def machine_from_sysfs(
     # Types: distinct (capacity, P-states, energy-model entry), fastest first.
     em_keys: list[Any] = [None] * len(cpus)
     if energy_model is not None:
-        em_keys = energy_model.keys_for([c.id for c in cpus], str(base))
+        em_keys = energy_model.keys_for([c.id for c in cpus], tree.name)
     keys = [(caps[k], pstates[k], em_keys[k]) for k in range(len(cpus))]
     distinct = sorted(set(keys), key=lambda k: (-k[0], -max(k[1]), k[1], str(k[2])))
     names = _type_names(len(distinct))
@@ -280,7 +369,7 @@ def machine_from_sysfs(
         "cpus": cpu_rows,
     }
     header = [
-        f"Machine read from {base} by `hetsched machine from-sysfs`.",
+        f"Machine read from {tree.name} by `hetsched machine from-sysfs`.",
     ]
     if energy_model is None:
         header += [
@@ -292,7 +381,7 @@ def machine_from_sysfs(
     return SysfsMachine(
         machine,
         list(dict.fromkeys(warnings)),
-        str(base),
+        tree.name,
         clusters=sorted(clusters.values()),
         llcs=sorted(llcs.values()),
         offline=offline,
@@ -331,24 +420,22 @@ def machine_toml(m: SysfsMachine) -> str:
 # ---------------------------------------------------------------- helpers
 
 
-def _online(base: Path) -> tuple[list[int], list[int]]:
+def _online(tree: _Tree) -> tuple[list[int], list[int]]:
     ids = sorted(
         int(m.group(1))
-        for p in base.iterdir()
-        if (m := re.fullmatch(r"cpu(\d+)", p.name)) and p.is_dir()
+        for name in tree.listdir("")
+        if (m := re.fullmatch(r"cpu(\d+)", name)) and tree.isdir(name)
     )
     online, offline = [], []
     for i in ids:
-        flag = base / f"cpu{i}" / "online"
-        try:
-            if flag.read_bytes().replace(b"\x00", b"").strip() == b"0":
-                offline.append(i)
-                continue
-        except OSError:
-            pass  # cpu0 often has no 'online' file: it cannot go offline
+        flag = tree.read(f"cpu{i}/online")
+        # cpu0 often has no 'online' file: it cannot go offline
+        if flag is not None and flag.replace(b"\x00", b"").strip() == b"0":
+            offline.append(i)
+            continue
         online.append(i)
     if not online:
-        raise SysfsError(f"{base}: no online cpuN folders")
+        raise SysfsError(f"{tree.name}: no online cpuN folders")
     return online, offline
 
 
@@ -540,29 +627,27 @@ def _domains(cpus: list[_Cpu], cores: dict[int, tuple[int, ...]]) -> dict[int, t
     return {c.id: tuple(sorted(groups[find(c.id)])) for c in cpus}
 
 
-def _llc(cache: Path) -> list[int] | None:
+def _llc(tree: _Tree, cache: str) -> list[int] | None:
     """The CPUs sharing the highest-level data or unified cache."""
     best: tuple[int, list[int]] | None = None
-    try:
-        indexes = [p for p in cache.iterdir() if p.name.startswith("index")]
-    except OSError:
-        return None
-    for idx in indexes:
-        try:
-            level = int((idx / "level").read_text().strip())
-            kind = (idx / "type").read_text().strip()
-        except (OSError, ValueError):
+    for idx in tree.listdir(cache):
+        if not idx.startswith("index"):
             continue
-        if kind == "Instruction":
-            continue
-        shared: list[int] | None = None
+        level_b = tree.read(f"{cache}/{idx}/level")
+        kind_b = tree.read(f"{cache}/{idx}/type")
         try:
-            shared = _cpulist((idx / "shared_cpu_list").read_bytes().replace(b"\0", b"").decode())
-        except OSError:
-            try:
-                shared = _cpumask((idx / "shared_cpu_map").read_text())
-            except OSError:
-                shared = None
+            level = int((level_b or b"").replace(b"\0", b"").strip())
+        except ValueError:
+            continue
+        if (kind_b or b"").strip() == b"Instruction":
+            continue
+        raw = tree.read(f"{cache}/{idx}/shared_cpu_list")
+        if raw is not None:
+            shared = _cpulist(raw.replace(b"\0", b"").decode("ascii", "replace"))
+        elif (raw := tree.read(f"{cache}/{idx}/shared_cpu_map")) is not None:
+            shared = _cpumask(raw.decode("ascii", "replace"))
+        else:
+            continue
         if shared and (best is None or level > best[0]):
             best = (level, shared)
     return best[1] if best else None
