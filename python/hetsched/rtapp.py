@@ -355,6 +355,8 @@ class _Collect:
         self.notes: list[str] = []
 
     def refuse(self, where: str, feature: str, what: str | None = None) -> None:
+        if (where, feature) in self.refused:
+            return  # the same event in a repeated phase or loop: said once
         self.refused.append((where, feature))
         self.problems.append(f"{where}: {what or feature} is not supported: {REFUSED[feature]}")
 
