@@ -12,7 +12,6 @@
     hetsched plot out/demo --kind timeline         # also utilization, power, fairness, speedup
     hetsched report out/demo                       # self-contained HTML
     hetsched machine from-sysfs > machine.toml     # this machine's CPUs
-    hetsched machine from-devicetree soc.dtsi soc-opp.dtsi --out machine.toml
     hetsched workload from-rt-app tasks.json --out rtapp.toml
 
 Errors in scenarios, policies and files are printed as one line,
