@@ -213,7 +213,8 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         default="/",
         type=Path,
-        help="/ (this machine, the default) or the root of a saved copy of /sys",
+        help="/ (this machine, the default), the root of a saved copy of /sys, or a .tar "
+        "archive of one",
     )
     fs.add_argument(
         "--energy-model",
