@@ -232,3 +232,9 @@ def test_cli_takes_a_machine_file(tmp_path: Path, capsys) -> None:
     assert f"wcet_ms = {20.0 * 261 / 1024!r}" in out.read_text()
     assert cli.main([*argv[:-1], str(tmp_path / "missing.toml")]) == 2
     assert "no such machine file" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[machine]\ntypes = 5\n")
+    assert cli.main([*argv[:-1], str(bad)]) == 2
+    assert f"--machine {bad}: machine.types:" in capsys.readouterr().err
+    assert cli.main([*argv[:-1], "no-such-preset"]) == 2
+    assert 'unknown preset "no-such-preset"' in capsys.readouterr().err

@@ -477,7 +477,12 @@ def _cmd_from_rtapp(args: argparse.Namespace) -> int:
         machine = rtapp.load_machine_file(args.machine)
     if args.duration is not None and not args.duration > 0:
         raise UsageError(f"--duration must be > 0 s, got {args.duration}")
-    scenario = wl.scenario(machine=machine, scheduler=args.scheduler, duration_s=args.duration)
+    try:
+        scenario = wl.scenario(machine=machine, scheduler=args.scheduler, duration_s=args.duration)
+    except rtapp.RtAppError:
+        raise
+    except _core.ScenarioError as e:
+        raise _core.ScenarioError(f"--machine {args.machine}: {e}") from None
     as_json = args.out is not None and args.out.suffix.lower() == ".json"
     text = json.dumps(scenario, indent=2) + "\n" if as_json else rtapp.scenario_toml(scenario)
     source = f"translation of {' '.join(map(str, args.files))}"
