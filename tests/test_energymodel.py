@@ -175,6 +175,7 @@ def test_device_tree_parser_edge_cases(tmp_path: Path) -> None:
         #address-cells = <1>;
         cpu-map { cluster0 { core0 { thread0 { cpu = <&c0>; }; thread1 { cpu = <&c1>; }; }; }; };
         c0: cpu@0 { device_type = "cpu"; reg = <0x0>; operating-points-v2 = <&t>;
+                    clocks = <&cru ARMCLKL>; #cooling-cells = <2>; enable-method = "psci";
                     dynamic-power-coefficient = <200>; capacity-dmips-mhz = <1024>; };
         c1: cpu@1 { device_type = "cpu"; reg = <0x1>; operating-points-v2 = <&t>;
                     dynamic-power-coefficient = <200>; capacity-dmips-mhz = <1024>; };
@@ -192,6 +193,7 @@ def test_device_tree_parser_edge_cases(tmp_path: Path) -> None:
     assert rows[0]["freq_domain"] != rows[1]["freq_domain"]  # no opp-shared
     (ty,) = m.machine["types"].values()
     assert ty["pstates"] == [{"mhz": 500, "volt": 0.7}, {"mhz": 1000, "volt": 0.9}]
+    assert any("includes not followed" in w and "soc.dts:2" in w for w in m.warnings)
 
 
 @pytest.mark.parametrize(
@@ -199,6 +201,11 @@ def test_device_tree_parser_edge_cases(tmp_path: Path) -> None:
     [
         ("cpus { };", "/cpus has no cpu@N nodes"),
         ("cpus { cpu@0 { capacity-dmips-mhz = <5>; }; };", "no operating-points-v2"),
+        (
+            "cpus { cpu@0 { operating-points-v2 = <&t>; capacity-dmips-mhz = <DMIPS>; }; };"
+            ' t: opp { compatible = "operating-points-v2"; };',
+            "capacity-dmips-mhz: expected one number",
+        ),
         ("cpus { cpu@0 { operating-points-v2 = <&nope>; }; };", "&nope: no such node"),
         ("cpus { cpu@0 { x = <1>;", "never closed"),
         ("cpus { cpu@0 { x", "never closed"),

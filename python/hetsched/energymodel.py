@@ -398,6 +398,11 @@ class _Ref:
     label: str
 
 
+@dataclass(frozen=True)
+class _Sym:
+    text: str
+
+
 _TOKEN = re.compile(
     r"""(?P<ws>\s+)
       | (?P<comment>/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*)
@@ -440,6 +445,7 @@ class _Parser:
         self.t = tokens
         self.i = 0
         self.source = source
+        self.includes: list[str] = []
 
     def peek(self) -> tuple[str, str, str]:
         return self.t[self.i] if self.i < len(self.t) else ("eof", "", f"{self.source}:end")
@@ -460,6 +466,8 @@ class _Parser:
             kind, value, where = self.peek()
             if kind == "directive":
                 self.take()
+                if value.startswith("#include") or value == "/include/":
+                    self.includes.append(where)
                 if value.startswith("/delete-"):
                     raise EnergyModelError(f"{where}: {value} is not supported")
                 if value in ("/memreserve/", "/include/"):
@@ -528,9 +536,9 @@ class _Parser:
                         try:
                             out.append(int(cell, 0))
                         except ValueError:
-                            raise EnergyModelError(
-                                f"{where}: cell {cell!r}: only numbers and &labels are supported"
-                            ) from None
+                            # A macro of an #include (ARMCLKL, GIC_PPI) or part of an
+                            # expression: kept as text; properties read here need numbers.
+                            out.append(_Sym(cell))
             elif kind == "string":
                 out.append(json.loads(value))
             elif kind == "bytes":
@@ -567,15 +575,18 @@ def load_devicetree(paths: Sequence[str | Path]) -> EnergyModel:
         raise EnergyModelError("no device-tree file given")
     root = _Node("/")
     overlays: list[tuple[str, _Node]] = []
+    includes: list[str] = []
     for path in paths:
         p = Path(path)
         try:
             text = p.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise EnergyModelError(f"{p}: no such device-tree file") from None
-        r, ov = _Parser(_tokens(text, str(p)), str(p)).top()
+        parser = _Parser(_tokens(text, str(p)), str(p))
+        r, ov = parser.top()
         root.merge(r)
         overlays += ov
+        includes += parser.includes
     labels: dict[str, _Node] = {}
     _labels(root, labels)
     for label, node in overlays:
@@ -585,7 +596,13 @@ def load_devicetree(paths: Sequence[str | Path]) -> EnergyModel:
         target.merge(node)
         _labels(target, labels)
     source = " + ".join(str(p) for p in paths)
-    return _cpus_model(root, labels, source)
+    model = _cpus_model(root, labels, source)
+    if includes:
+        model.warnings.append(
+            f"includes not followed ({', '.join(includes)}): give the included files too "
+            "if they hold CPU or OPP nodes"
+        )
+    return model
 
 
 def _cpus_model(root: _Node, labels: dict[str, _Node], source: str) -> EnergyModel:
@@ -724,7 +741,8 @@ def _opp_table(table: _Node, source: str) -> tuple[list[Opp], bool]:
                 f"{where}/{o.name}: no opp-microvolt: the energy model needs the voltage"
             )
         lat = o.props.get("clock-latency-ns")
-        opps.append(Opp(int(hz[0]), int(uv[0]), int(lat[0]) if lat else None))
+        latency = int(lat[0]) if lat and isinstance(lat[0], int) else None
+        opps.append(Opp(int(hz[0]), int(uv[0]), latency))
     if not opps:
         raise EnergyModelError(f"{where}: no OPPs")
     opps.sort(key=lambda o: o.hz)
