@@ -134,6 +134,14 @@ def cpu_dir(root: str | Path = "/") -> Path:
     )
 
 
+#: The files of an archive that are read (the others are not kept in memory).
+_WANTED = re.compile(
+    r"(^|/)(online|cpu_capacity|highest_perf|core_id|physical_package_id|cluster_id|"
+    r"thread_siblings(_list)?|cluster_cpus_list|cpuinfo_m(ax|in)_freq|base_frequency|"
+    r"scaling_available_frequencies|related_cpus|level|type|shared_cpu_(list|map))$"
+)
+
+
 class _Tree:
     """Read access to a ``devices/system/cpu`` folder, on disk or in a tar
     archive (as hwloc keeps its saved trees: ``NAME.tar.bz2``)."""
@@ -166,7 +174,7 @@ class _Tree:
                 elif m.issym():
                     target = posixpath.normpath(posixpath.join(posixpath.dirname(rel), m.linkname))
                     self.links[rel] = target
-                elif m.isfile():
+                elif m.isfile() and _WANTED.search(rel):
                     f = tar.extractfile(m)
                     if f is not None:
                         files[rel] = f.read()
