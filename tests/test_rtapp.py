@@ -74,14 +74,113 @@ def test_unsupported_features_are_listed_together() -> None:
         rtapp.load_rtapp(DATA / "unsupported.json")
     msg = str(e.value)
     for needle in (
-        "tasks.rt.policy: SCHED_FIFO is not supported",
-        "tasks.rt.lock: event 'lock' is not supported",
-        "tasks.rt.unlock: event 'unlock'",
-        "tasks.waker.runtime: event 'runtime'",
-        "tasks.waker.taskgroup: not supported",
-        "barrier 'shared' is shared by tasks other, waker",
+        "tasks.rt.policy: SCHED_FIFO is not supported: needs the real-time scheduling class",
+        "tasks.rt.lock: event 'lock' is not supported: a mutex",
+        "tasks.rt.unlock: event 'unlock' is not supported",
+        "tasks.waker.runtime: event 'runtime' is not supported: a busy loop of a fixed wall time",
+        "tasks.waker.taskgroup: taskgroup '/tg' is not supported: needs group scheduling",
+        "tasks.{other,waker}: barrier 'shared' is not supported",
     ):
         assert needle in msg
+    assert sorted(f for _, f in e.value.refused) == [
+        "SCHED_FIFO", "lock", "runtime", "shared-barrier", "taskgroup", "unlock"
+    ]  # fmt: skip
+
+
+def test_rtapp_dialect_comments_trailing_commas_and_error_positions() -> None:
+    text = """{
+    /* a comment
+       over three lines */
+    "tasks": {
+        "t": { "run": 1000, // a line comment
+               "sleep": 9000, },
+    },
+    "global": { "duration": 1, },
+}"""
+    wl = rtapp.parse_rtapp(text)
+    assert wl.programs[0]["phases"] == [{"compute_ms": 1.0}, {"sleep_ms": 9.0}]
+    # A syntax error after the multi-line comment is reported where it is.
+    bad = text.replace('"sleep": 9000, }', '"sleep": 9000 x }')
+    with pytest.raises(rtapp.RtAppError, match=r"<rt-app>:6:30: not valid JSON"):
+        rtapp.parse_rtapp(bad)
+    # Comment markers inside strings are text; a comment with '*' inside ends at '*/'.
+    text2 = '{"tasks": {"a//b": {"run": 5 /* x * y */, "sleep": 5}}}'
+    assert rtapp.parse_rtapp(text2).programs[0]["name"] == "a//b"
+
+
+def test_bare_suspend_key_is_read_as_workgen_does() -> None:
+    with pytest.raises(rtapp.RtAppError) as e:
+        rtapp.parse_rtapp('{"tasks": {"t": {"suspend", "run": 10}}}')
+    assert e.value.refused == [("tasks.t.suspend", "suspend")]
+
+
+def test_calibration_cpu_converts_run_times(tmp_path: Path) -> None:
+    text = """{"tasks": {"t": {"loop": 1, "run": 10000}},
+               "global": {"duration": 1, "calibration": "CPU%d"}}"""
+    big = rtapp.parse_rtapp(text % 0).scenario(machine="big-little-4+4")
+    little = rtapp.parse_rtapp(text % 5).scenario(machine="big-little-4+4")
+    # CPU0 is a big core (capacity 1024): 10 ms of its work is 10 reference ms.
+    assert big["workload"]["programs"][0]["phases"] == [{"compute_ms": 10.0}]
+    # CPU5 is little (capacity 430): 10 ms of its work is 10 * 430/1024 reference ms.
+    assert little["workload"]["programs"][0]["phases"] == [{"compute_ms": 10.0 * 430 / 1024}]
+    res = hetsched.run(little)
+    assert res.tasks["work_ms"].sum() == pytest.approx(10.0 * 430 / 1024)
+    with pytest.raises(rtapp.RtAppError, match="calibration names CPU9 but the machine has 4"):
+        rtapp.parse_rtapp(text % 9).scenario(machine="smp-4")
+
+
+def test_merge_fragments_are_merged_like_rtapps_merge_py(tmp_path: Path) -> None:
+    (tmp_path / "global.json").write_text('{"global": {"duration": 1, "frag": 1}}')
+    (tmp_path / "t0.json").write_text('{"tasks": {"t0": {"run": 1000, "sleep": 1000}}}')
+    (tmp_path / "t1.json").write_text('{"tasks": {"t1": {"run": 2000, "sleep": 1000,}}}')
+    wl = rtapp.load_rtapp(*(tmp_path / f for f in ("global.json", "t0.json", "t1.json")))
+    assert [p["name"] for p in wl.programs] == ["t0", "t1"] and wl.duration_s == 1.0
+    with pytest.raises(rtapp.RtAppError, match="fragment of rt-app's merge/ format") as e:
+        rtapp.load_rtapp(tmp_path / "global.json")
+    assert e.value.refused[0][1] == "fragment"
+
+
+@pytest.mark.parametrize(
+    ("task", "feature"),
+    [
+        ('{"run": 10, "policy": "SCHED_OTHER", "dl-runtime": 100}', "custom-slice"),
+        ('{"run": 10, "policy": "SCHED_DEADLINE", "dl-runtime": 100}', "SCHED_DEADLINE"),
+        ('{"run": 10, "policy": "SCHED_IDLE"}', "SCHED_IDLE"),
+        ('{"run": 10, "util_min": 512}', "util-clamp"),
+        ('{"phases": {"a": {"cpus": [0], "run": 10}, "b": {"run": 10}}}', "phase-cpus"),
+        ('{"phases": {"a": {"priority": 5, "run": 10}, "b": {"run": 10}}}', "phase-policy"),
+        ('{"run": 10, "sleep": 5, "timer": {"period": 100}}', "timer-in-sequence"),
+        ('{"instance": 2, "run": 10, "timer": {"ref": "tick", "period": 100}}', "shared-timer"),
+        ('{"run": 10, "yield": ""}', "yield"),
+        ('{"exec": 10, "period": 100}', "old-grammar"),
+    ],
+)
+def test_each_refusal_names_its_feature(task: str, feature: str) -> None:
+    with pytest.raises(rtapp.RtAppError) as e:
+        rtapp.parse_rtapp(f'{{"tasks": {{"t": {task}}}}}', source="f.json")
+    assert [f for _, f in e.value.refused] == [feature]
+    assert str(e.value).startswith("f.json: rt-app features hetsched cannot simulate:\n  - tasks.t")
+    assert rtapp.REFUSED[feature] in str(e.value)
+
+
+def test_faithful_variants_are_accepted() -> None:
+    wl = rtapp.parse_rtapp(
+        """{"tasks": {
+            "same_cpus": {"cpus": [1], "phases": {"a": {"cpus": [1], "run": 10},
+                                                  "b": {"run": 10, "sleep": 0}}},
+            "none": {"instance": 0, "run": 10},
+            "one_phase_periodic": {"loop": 3, "phases": {"p": {"loop": 4, "run": 100,
+                                   "timer": {"ref": "unique", "period": 1000}}}},
+            "empty_group": {"taskgroup": "", "priority": 3, "run": 10, "sleep": 10}
+        }, "global": {"duration": 1, "calibration": "CPU0"}}"""
+    )
+    progs = {p["name"]: p for p in wl.programs}
+    assert set(progs) == {"same_cpus", "one_phase_periodic", "empty_group"}
+    assert progs["same_cpus"]["affinity"] == [1]
+    assert progs["same_cpus"]["phases"] == [{"compute_ms": 0.01}, {"compute_ms": 0.01}]
+    assert progs["one_phase_periodic"]["jobs"] == 12
+    assert progs["empty_group"]["nice"] == 3
+    assert any("instance is 0" in n for n in wl.notes)
 
 
 @pytest.mark.parametrize(
@@ -90,12 +189,15 @@ def test_unsupported_features_are_listed_together() -> None:
         ("{", "not valid JSON"),
         ('{"tasks": {}}', "at least one task"),
         ('{"tasks": {"t": {"loop": 2}}}', "tasks.t: no events"),
-        ('{"tasks": {"t": {"run": -5}}}', r"tasks\.t\.run: expected microseconds > 0"),
+        (
+            '{"tasks": {"t": {"run": -5}}}',
+            r"invalid rt-app file:\n  - tasks\.t\.run: expected microseconds >= 0",
+        ),
         (
             '{"tasks": {"t": {"run": 10, "timer": {"period": 100}, "sleep": 5}}}',
-            "timer is supported only at the end of a loop of run events",
+            "a timer in the sequence 'run timer sleep' is not supported",
         ),
-        ('{"tasks": {"t": {"instance": 0, "run": 10}}}', "instance: expected an integer >= 1"),
+        ('{"tasks": {"t": {"instance": -1, "run": 10}}}', "instance: expected an integer >= 0"),
     ],
 )
 def test_bad_files_are_clear_errors(text: str, message: str) -> None:
@@ -114,3 +216,25 @@ def test_cli_writes_a_scenario_that_runs(tmp_path: Path, capsys) -> None:
     assert cli.main(["workload", "from-rt-app", str(DATA / "unsupported.json")]) == 2
     err = capsys.readouterr().err
     assert "hetsched: error:" in err and "SCHED_FIFO" in err and "Traceback" not in err
+
+
+def test_cli_takes_a_machine_file(tmp_path: Path, capsys) -> None:
+    machine = tmp_path / "m.toml"
+    tree = Path(__file__).resolve().parent / "data" / "sysfs" / "phone"
+    assert cli.main(["machine", "from-sysfs", str(tree), "--out", str(machine)]) == 0
+    out = tmp_path / "s.toml"
+    argv = ["workload", "from-rt-app", str(DATA / "periodic.json"), "--machine", str(machine)]
+    assert cli.main([*argv, "--duration", "0.5", "--out", str(out)]) == 0
+    scen = hetsched.load(out)
+    res = hetsched.run(scen)
+    assert len(res.cpus) == 8 and res.summary["sim_end_s"] == pytest.approx(0.5)
+    # CPU0 of the phone is a little core (capacity 261): 20 ms of its work.
+    assert f"wcet_ms = {20.0 * 261 / 1024!r}" in out.read_text()
+    assert cli.main([*argv[:-1], str(tmp_path / "missing.toml")]) == 2
+    assert "no such machine file" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[machine]\ntypes = 5\n")
+    assert cli.main([*argv[:-1], str(bad)]) == 2
+    assert f"--machine {bad}: machine.types:" in capsys.readouterr().err
+    assert cli.main([*argv[:-1], "no-such-preset"]) == 2
+    assert 'unknown preset "no-such-preset"' in capsys.readouterr().err

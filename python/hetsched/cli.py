@@ -213,20 +213,54 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         default="/",
         type=Path,
-        help="/ (this machine, the default) or the root of a saved copy of /sys",
+        help="/ (this machine, the default), the root of a saved copy of /sys, or a .tar "
+        "archive of one",
+    )
+    fs.add_argument(
+        "--energy-model",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="take P-states and power from a LISA platform .json or device-tree sources "
+        "(repeat for several .dts/.dtsi files)",
     )
     fs.add_argument("--out", type=Path, metavar="FILE", help="write here instead of stdout")
     fs.set_defaults(handler=_cmd_from_sysfs)
+    dt = msub.add_parser(
+        "from-devicetree",
+        help="write a machine TOML with its energy model from device-tree sources (.dts/.dtsi)",
+    )
+    dt.add_argument("files", nargs="+", type=Path, metavar="FILE", help=".dts/.dtsi files")
+    dt.add_argument("--out", type=Path, metavar="FILE", help="write here instead of stdout")
+    dt.set_defaults(handler=_cmd_from_energy_model, em_kind="devicetree")
+    li = msub.add_parser(
+        "from-lisa", help="write a machine TOML from a LISA platform description (.json)"
+    )
+    li.add_argument("files", nargs=1, type=Path, metavar="FILE", help="LISA platform .json")
+    li.add_argument("--out", type=Path, metavar="FILE", help="write here instead of stdout")
+    li.set_defaults(handler=_cmd_from_energy_model, em_kind="lisa")
     mc.set_defaults(handler=lambda args: _usage(mc))
 
     wl = sub.add_parser("workload", help="workloads from the Linux world")
     wsub = wl.add_subparsers(title="workload commands", metavar="WHAT")
     ra = wsub.add_parser("from-rt-app", help="translate an rt-app JSON file into a scenario")
-    ra.add_argument("file", type=Path, help="rt-app JSON file")
     ra.add_argument(
-        "--machine", default="big-little-4+4", help="machine preset (default: big-little-4+4)"
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="rt-app JSON file, or the fragments of rt-app's merge/ format",
+    )
+    ra.add_argument(
+        "--machine",
+        default="big-little-4+4",
+        help="machine preset, or a machine file (.toml/.json with a [machine] table, e.g. "
+        "from `hetsched machine from-sysfs`) (default: big-little-4+4)",
     )
     ra.add_argument("--scheduler", default="cfs", help="scheduler (default: cfs)")
+    ra.add_argument(
+        "--duration", type=float, metavar="S", help="run length in s (default: the file's)"
+    )
     ra.add_argument(
         "--out", type=Path, metavar="FILE", help="a .toml or .json scenario (default: stdout, TOML)"
     )
@@ -397,9 +431,25 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_from_sysfs(args: argparse.Namespace) -> int:
-    from . import sysfs
+    from . import energymodel, sysfs
 
-    m = sysfs.machine_from_sysfs(args.root)
+    em = energymodel.load_energy_model(args.energy_model) if args.energy_model else None
+    _write_machine(sysfs.machine_from_sysfs(args.root, energy_model=em), args.out)
+    return EXIT_OK
+
+
+def _cmd_from_energy_model(args: argparse.Namespace) -> int:
+    from . import energymodel
+
+    if args.em_kind == "lisa":
+        em = energymodel.load_lisa(args.files[0])
+    else:
+        em = energymodel.load_devicetree(args.files)
+    _write_machine(em.machine(), args.out)
+    return EXIT_OK
+
+
+def _write_machine(m: Any, out: Path | None) -> None:
     text = m.toml()
     # The TOML must be a machine the core accepts: check it with a small workload.
     api.loads(
@@ -408,25 +458,35 @@ def _cmd_from_sysfs(args: argparse.Namespace) -> int:
         + '\n[[workload.programs]]\nname = "check"\nkind = "sequential"\nwork_ms = 1\n',
         source=f"machine from {m.source}",
     )
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-        print(f"wrote {args.out}", file=sys.stderr)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     for w in m.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    return EXIT_OK
 
 
 def _cmd_from_rtapp(args: argparse.Namespace) -> int:
     from . import rtapp
 
-    wl = rtapp.load_rtapp(args.file)
-    scenario = wl.scenario(machine=args.machine, scheduler=args.scheduler)
+    wl = rtapp.load_rtapp(*args.files)
+    machine: str | dict[str, Any] = args.machine
+    if Path(args.machine).suffix.lower() in (".toml", ".json") or Path(args.machine).is_file():
+        machine = rtapp.load_machine_file(args.machine)
+    if args.duration is not None and not args.duration > 0:
+        raise UsageError(f"--duration must be > 0 s, got {args.duration}")
+    try:
+        scenario = wl.scenario(machine=machine, scheduler=args.scheduler, duration_s=args.duration)
+    except rtapp.RtAppError:
+        raise
+    except _core.ScenarioError as e:
+        raise _core.ScenarioError(f"--machine {args.machine}: {e}") from None
     as_json = args.out is not None and args.out.suffix.lower() == ".json"
     text = json.dumps(scenario, indent=2) + "\n" if as_json else rtapp.scenario_toml(scenario)
-    api.loads(text, fmt="json" if as_json else "toml", source=f"translation of {args.file}")
+    source = f"translation of {' '.join(map(str, args.files))}"
+    api.loads(text, fmt="json" if as_json else "toml", source=source)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
