@@ -101,25 +101,34 @@ def _fit_table(lines: list[str], width: int) -> list[str]:
     if longest <= width or not spans:
         return lines
     lead = spans[0][0]  # the table's indentation
-    widths = [b - a for a, b in spans]
-    # Narrow the widest column, one character at a time, until the table fits
-    # (no column below 12 characters).
-    excess = longest - width
-    while excess > 0:
-        k = max(range(len(widths)), key=lambda j: widths[j])
-        if widths[k] <= 12:
-            break
-        widths[k] -= 1
-        excess -= 1
+    full = [b - a for a, b in spans]
     starts = [0] + [a for a, _ in spans[1:]]
 
     def cells(line: str) -> list[str]:
+        # A cell runs from its column's start to the next column's start.
         padded = line.ljust(spans[-1][1])
         ends = [*starts[1:], len(padded)]
-        first = [padded[lead : ends[0]]] if padded[:lead].strip() == "" else [padded[: ends[0]]]
-        return first + [padded[starts[k] : ends[k]] for k in range(1, len(spans))]
+        first = padded[lead : ends[0]] if not padded[:lead].strip() else padded[: ends[0]]
+        return [first] + [padded[starts[k] : ends[k]] for k in range(1, len(spans))]
 
-    full = [b - a for a, b in spans]
+    rows = [cells(line) for n, line in enumerate(lines) if n != 1]
+    # Narrow the column with the most room, one character at a time, until
+    # the table fits; none gets narrower than its longest word or 12 characters.
+    floor = [
+        min(full[k], max(12, *(len(w) for r in rows for w in r[k].split())))
+        for k in range(len(spans))
+    ]
+    widths = list(full)
+    excess = longest - width
+    # Then, if it must, below the longest word (words are cut), down to 8.
+    for limits in (floor, [min(f, 8) for f in full]):
+        while excess > 0:
+            k = max(range(len(widths)), key=lambda j: widths[j] - limits[j])
+            if widths[k] <= limits[k]:
+                break
+            widths[k] -= 1
+            excess -= 1
+
     out = []
     for n, line in enumerate(lines):
         if n == 1:

@@ -86,7 +86,7 @@ def _silence_stdout() -> None:
 
 def _check_inputs(args: argparse.Namespace) -> None:
     """A missing input file or folder is a usage error (exit 2) in every command."""
-    for attr, what in (("file", "file"), ("dir", "results folder")):
+    for attr, what in (("file", "file"), ("dir", "results folder"), ("root", "folder")):
         path = getattr(args, attr, None)
         if isinstance(path, Path) and not path.exists():
             raise UsageError(f"{path}: no such {what}")

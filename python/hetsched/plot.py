@@ -77,6 +77,12 @@ def bars(
             if reference and key in reference:
                 ax.axhline(reference[key], color=colour, linestyle="--", linewidth=1,
                            label=f"{names[j]}: reference")  # fmt: skip
+        # Series over orders of magnitude (fast and slow mechanisms side by
+        # side): a log axis, so the small bars stay readable.
+        every = [float(v) for vs in panels.values() for v in vs if v == v]
+        if every and min(every) > 0 and max(every) / min(every) > LOG_RANGE:
+            ax.set_yscale("log")
+            ylabel += " (log scale)"
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         axes = [ax]
@@ -103,6 +109,10 @@ def bars(
     if title:
         fig.suptitle(title)
     return save(fig, path)
+
+
+#: Grouped bars whose values span more than this ratio use a log y axis.
+LOG_RANGE = 100.0
 
 
 def _common_unit(keys: Sequence[str]) -> str | None:
@@ -150,6 +160,10 @@ _PALETTE = [
     "#4878a8", "#e28743", "#59a14f", "#c44e52", "#8172b3",
     "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd",
 ]  # fmt: skip
+
+
+#: Up to this many CPUs the timeline gives each a labelled row of full height.
+TIMELINE_ROWS = 40
 
 
 class PlotError(ValueError):
@@ -267,7 +281,9 @@ def timeline(res: Any) -> Any:
         elif isinstance(t, str) and any(r in t for r in RECONFIG_EVENTS):
             cpu = e.get("cpu")
             reconfigs.append((e["t_ns"] / 1e9, int(cpu) if cpu is not None else None, t))
-    fig, ax = _figure(1, height=0.32 * ncpus + 1.6)
+    # Beyond TIMELINE_ROWS CPUs the rows get thinner and only every k-th is labelled.
+    many = ncpus > TIMELINE_ROWS
+    fig, ax = _figure(1, height=min(14.0, 0.09 * ncpus + 2.4) if many else 0.32 * ncpus + 1.6)
     ax = ax[0]
     for (cpu, prog), xs in segs.items():
         ax.broken_barh(xs, (cpu - 0.4, 0.8), facecolors=colour.get(prog, "#999999"))
@@ -296,7 +312,10 @@ def timeline(res: Any) -> Any:
     handles = [Patch(color=colour[p], label=p) for p in names]
     handles += ax.get_legend_handles_labels()[0]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    ax.set_yticks(range(ncpus), _cpu_labels(res, ncpus))
+    labels = _cpu_labels(res, ncpus)
+    step = -(-ncpus // TIMELINE_ROWS) if many else 1
+    shown = range(0, ncpus, step)
+    ax.set_yticks(list(shown), [labels[i] for i in shown], fontsize=7 if many else None)
     ax.set_ylim(ncpus - 0.5, -0.5)
     ax.set_xlabel("time (s)")
     ax.set_xlim(0, _end_s(res, trace))
@@ -309,7 +328,7 @@ def timeline(res: Any) -> Any:
 PANEL_CPUS = 16
 #: Up to this many frequency domains each gets its own frequency panel (so no
 #: line hides another); beyond it the frequencies are a heat map too.
-PANEL_DOMAINS = 8
+PANEL_DOMAINS = 4
 #: Beyond this many CPUs the heat map is labelled by domain, not by CPU.
 LABELLED_CPUS = 32
 

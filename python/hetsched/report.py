@@ -290,7 +290,6 @@ def format_number(v: object) -> str:
         return "0"
     if a >= 1e15 or a < 1e-3:
         return f"{v:.3e}".replace("e-0", "e-").replace("e+0", "e+")
-    if a >= 1e4 or v == int(v):
+    if a >= 1000 or v == int(v):
         return f"{v:,.0f}"
-    decimals = max(0, 3 - math.floor(math.log10(a)))
-    return f"{v:,.{decimals}f}"
+    return f"{v:.4g}"  # no exponent between 0.001 and 1000
