@@ -262,7 +262,9 @@ def ftrace_lines(res: Any) -> list[str]:
         elif t == "migrate":
             items.append((int(e["t_ns"]), 1, int(e["to"]), "migrate", e))
         elif t == "exit":
-            items.append((int(e["t_ns"]), 3, -1, "exit", e))
+            # While the task still runs: the kernel traces the exit before
+            # the last switch away from it (prev_state=X).
+            items.append((int(e["t_ns"]), 1, -1, "exit", e))
         elif t == "freq":
             items.append((int(e["t_ns"]), 4, -1, "freq", e))
     for cpu, runs in per_cpu.items():
@@ -280,7 +282,7 @@ def ftrace_lines(res: Any) -> list[str]:
 
     domains = plot._domains(res, ncpus)
     current = [-1] * ncpus
-    lines = _ftrace_header(len(items), ncpus)
+    lines: list[str] = []
 
     def who(task: int, cpu: int) -> tuple[str, int]:
         return (f"swapper/{cpu}", 0) if task < 0 else (comm(task), task + 1)
@@ -331,7 +333,7 @@ def ftrace_lines(res: Any) -> list[str]:
                 if domains[c] == int(e["domain"]):
                     fields = f"state={int(e['mhz']) * 1000} cpu_id={c}"
                     lines.append(line(t_ns, c, "cpu_frequency", fields))
-    return lines
+    return _ftrace_header(len(lines), ncpus) + lines
 
 
 def _ftrace_header(entries: int, ncpus: int) -> list[str]:
