@@ -3,6 +3,7 @@ rules, and the ftrace text checked as LISA and trace-cmd would read it."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import defaultdict
@@ -101,7 +102,8 @@ def test_every_thread_has_a_track_with_its_states(res) -> None:
         for e in events
         if e["ph"] == "M" and e["name"] == "thread_name"
     }
-    for task, program, thread in zip(res.tasks["task"], res.tasks["program"], res.tasks["thread"]):
+    rows = zip(res.tasks["task"], res.tasks["program"], res.tasks["thread"], strict=True)
+    for task, program, thread in rows:
         key = (traces.PROGRAM_PID + int(res.tasks.loc[task, "program_id"]), traces.TASK_TID + task)
         assert names[key] == f"{program}#{thread}"
     states = [e for e in events if e.get("cat") == "thread state"]
@@ -112,7 +114,7 @@ def test_every_thread_has_a_track_with_its_states(res) -> None:
 def test_thread_states_do_not_overlap_and_running_matches_cpu_time(res) -> None:
     states = traces.thread_states(res.trace, res.summary["sim_end_s"])
     for task, slices in states.items():
-        for (a0, b0, *_), (a1, _b1, *_) in zip(slices, slices[1:], strict=False):
+        for (a0, b0, *_), (a1, _b1, *_) in itertools.pairwise(slices):
             assert a0 < b0 <= a1
         running = sum(b - a for a, b, name, _ in slices if name == "running") / 1e9
         assert running == pytest.approx(res.tasks.loc[task, "run_s"], abs=1e-6)
