@@ -104,6 +104,9 @@ class Results:
             proxy; empty without a ``[dynamic]`` section.
         warnings: what the core found questionable but ran anyway.
         scenario: the resolved scenario, as a dict of the scenario-file schema.
+        labels: the core's labels, ``tasks`` (``[program, thread]`` per task id,
+            vCPUs included) and ``cpus`` (``"cpu N (type)"``); empty for a
+            folder read back.
         raw_json: the JSON text this object was built from.
     """
 
@@ -111,6 +114,7 @@ class Results:
     trace: list[dict[str, Any]]
     warnings: list[str]
     scenario: dict[str, Any]
+    labels: dict[str, Any]
     raw_json: str
 
     def __init__(self, raw_json: str) -> None:
@@ -128,6 +132,8 @@ class Results:
         self.trace = list(data.get("trace") or [])
         self.warnings = [str(w) for w in data.get("warnings") or []]
         self.scenario = dict(data.get("scenario") or {})
+        # Task and CPU labels of the core (vCPUs included), for the trace exports.
+        self.labels = dict(data.get("labels") or {})
 
     @functools.cached_property
     def tasks(self) -> pd.DataFrame:

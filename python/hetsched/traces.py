@@ -37,6 +37,8 @@ __all__ = ["ftrace_lines", "perfetto", "write_ftrace"]
 MACHINE_PID, COUNTER_PID, PROGRAM_PID = 0, 1, 100
 #: Thread ids of task tracks start here, so they never collide with CPU tracks.
 TASK_TID = 1_000_000
+#: The program id under which tasks that belong to no program (vCPUs) are shown.
+OTHER_PROGRAM = -1
 #: Time bins of the power and utilisation counters over the run.
 COUNTER_BINS = 200
 
@@ -52,7 +54,10 @@ def perfetto(res: Any, *, bins: int = COUNTER_BINS) -> dict[str, Any]:
     trace = list(res.trace)
     ncpus = plot._ncpus(res, trace)
     end_s = plot._end_s(res, trace)
-    labels = plot._cpu_labels(res, ncpus)
+    core_cpus = (getattr(res, "labels", None) or {}).get("cpus") or []
+    labels = (
+        [str(c) for c in core_cpus] if len(core_cpus) == ncpus else plot._cpu_labels(res, ncpus)
+    )
     names = _task_names(res)
     programs = _task_program_ids(res)
     program_names = _program_names(res)
@@ -81,7 +86,8 @@ def perfetto(res: Any, *, bins: int = COUNTER_BINS) -> dict[str, Any]:
             out.append({
                 "ph": "X", "pid": MACHINE_PID, "tid": int(e["cpu"]), "ts": _us(e["t_ns"]),
                 "dur": _us(e["end_ns"] - e["t_ns"]), "name": names.get(task, f"task {task}"),
-                "cat": program_names.get(programs.get(task, -1), "task"), "args": {"task": task},
+                "cat": program_names.get(programs.get(task, OTHER_PROGRAM), "task"),
+                "args": {"task": task},
             })  # fmt: skip
         elif t == "migrate":
             out.append({
@@ -126,9 +132,9 @@ def perfetto(res: Any, *, bins: int = COUNTER_BINS) -> dict[str, Any]:
     for prog, pname in sorted(program_names.items()):
         meta(PROGRAM_PID + prog, pname)
     for task, name in sorted(names.items()):
-        meta(PROGRAM_PID + programs.get(task, -1), name, TASK_TID + task, task)
+        meta(PROGRAM_PID + programs.get(task, OTHER_PROGRAM), name, TASK_TID + task, task)
     for task, slices in sorted(thread_states(trace, end_s).items()):
-        pid = PROGRAM_PID + programs.get(task, -1)
+        pid = PROGRAM_PID + programs.get(task, OTHER_PROGRAM)
         for a_ns, b_ns, state, args in slices:
             out.append({
                 "ph": "X", "pid": pid, "tid": TASK_TID + task, "ts": _us(a_ns),
@@ -136,10 +142,10 @@ def perfetto(res: Any, *, bins: int = COUNTER_BINS) -> dict[str, Any]:
             })  # fmt: skip
     for n, (t_ns, waker, wakee) in enumerate(wakers(trace, programs)):
         common = {"cat": "wakeup", "name": "wakeup", "id": n + 1, "ts": _us(t_ns)}
-        out.append({**common, "ph": "s", "pid": PROGRAM_PID + programs.get(waker, -1),
-                    "tid": TASK_TID + waker})  # fmt: skip
-        out.append({**common, "ph": "f", "bp": "e", "pid": PROGRAM_PID + programs.get(wakee, -1),
-                    "tid": TASK_TID + wakee})  # fmt: skip
+        for ph, task in (("s", waker), ("f", wakee)):
+            pid = PROGRAM_PID + programs.get(task, OTHER_PROGRAM)
+            flow = {**common, "ph": ph, "pid": pid, "tid": TASK_TID + task}
+            out.append({**flow, "bp": "e"} if ph == "f" else flow)
     return {"traceEvents": out, "displayTimeUnit": "ms"}
 
 
@@ -356,16 +362,14 @@ def _ftrace_header(entries: int, ncpus: int) -> list[str]:
 def _task_comms(res: Any) -> tuple[Any, Any]:
     names: dict[int, str] = {}
     nice: dict[int, int] = {}
+    for task, (prog, th) in _task_labels(res).items():
+        base = re.sub(r"[^A-Za-z0-9_.:+]", "_", prog) or "task"
+        suffix = f"-{th}"
+        names[task] = base[: 15 - len(suffix)] + suffix
     t = res.tasks
-    if not t.empty:
-        threads = t["thread"] if "thread" in t.columns else t["task"]
-        for task, prog, th in zip(t["task"], t["program"], threads, strict=True):
-            base = re.sub(r"[^A-Za-z0-9_.:+]", "_", str(prog)) or "task"
-            suffix = f"-{int(th)}"
-            names[int(task)] = base[: 15 - len(suffix)] + suffix
-        if "nice" in t.columns:
-            for task, n in zip(t["task"], t["nice"], strict=True):
-                nice[int(task)] = int(n) if n == n else 0
+    if not t.empty and "nice" in t.columns:
+        for task, n in zip(t["task"], t["nice"], strict=True):
+            nice[int(task)] = int(n) if n == n else 0
 
     def comm(task: int) -> str:
         return names.get(task, f"task-{task}")
@@ -407,14 +411,23 @@ def _us(ns: int | float) -> float:
     return int(ns) / 1000.0
 
 
-def _task_names(res: Any) -> dict[int, str]:
+def _task_labels(res: Any) -> dict[int, tuple[str, int]]:
+    """``(program, thread)`` per task id: the core's labels (which name vCPUs
+    too) when the results have them, else the tasks table."""
+    out: dict[int, tuple[str, int]] = {}
     t = res.tasks
-    if t.empty:
-        return {}
-    threads = t["thread"] if "thread" in t.columns else t["task"]
-    return {
-        int(k): f"{p}#{int(th)}" for k, p, th in zip(t["task"], t["program"], threads, strict=True)
-    }
+    if not t.empty:
+        threads = t["thread"] if "thread" in t.columns else t["task"]
+        for k, p, th in zip(t["task"], t["program"], threads, strict=True):
+            out[int(k)] = (str(p), int(th))
+    for k, pair in enumerate((getattr(res, "labels", None) or {}).get("tasks") or []):
+        if isinstance(pair, list | tuple) and len(pair) == 2:
+            out.setdefault(k, (str(pair[0]), int(pair[1])))
+    return out
+
+
+def _task_names(res: Any) -> dict[int, str]:
+    return {k: f"{p}#{th}" for k, (p, th) in _task_labels(res).items()}
 
 
 def _task_program_ids(res: Any) -> dict[int, int]:
@@ -429,7 +442,12 @@ def _task_program_ids(res: Any) -> dict[int, int]:
 
 def _program_names(res: Any) -> dict[int, str]:
     t = res.tasks
-    if t.empty:
-        return {}
     ids = _task_program_ids(res)
-    return {ids[int(k)]: str(p) for k, p in zip(t["task"], t["program"], strict=True)}
+    out = (
+        {}
+        if t.empty
+        else {ids[int(k)]: str(p) for k, p in zip(t["task"], t["program"], strict=True)}
+    )
+    if any(k not in ids for k in _task_labels(res)):
+        out[OTHER_PROGRAM] = "virtual CPUs and other tasks"
+    return out
