@@ -320,13 +320,6 @@ def test_a_command_group_without_its_command_prints_help_and_exits_2(capsys, arg
     assert "usage: hetsched" in capsys.readouterr().err
 
 
-def test_an_unusable_sweep_file_exits_2(tmp_path, capsys) -> None:
-    bad = tmp_path / "s.toml"
-    bad.write_text("this is not = = toml")
-    assert cli.main(["sweep", str(bad)]) == 2
-    assert "not valid TOML" in _error_line(capsys.readouterr().err)
-
-
 def test_a_failed_run_exits_1(scenario_file, parse, monkeypatch, capsys) -> None:
     monkeypatch.setattr(_core, "run", Recorder(raises=hetsched.SimulationError("livelock")))
     assert cli.main(["run", str(scenario_file)]) == 1

@@ -15,9 +15,9 @@
     hetsched workload from-rt-app tasks.json --out rtapp.toml
 
 Errors in scenarios, policies and files are printed as one line,
-``hetsched: error: <message>``. Exit status: 0 done; 2 for a command line,
-scenario or sweep file that cannot be used (a missing file included, in every
-command); 1 when a run, a reproduction or a sweep run fails; 130 on Ctrl-C.
+``hetsched: error: <message>``. Exit status: 0 done; 2 for a command line or
+scenario that cannot be used, and for a missing input file in every command;
+1 when a run, a reproduction or a sweep fails; 130 on Ctrl-C.
 Listings wrap to the terminal's width (80 columns into a pipe or file).
 """
 
@@ -394,10 +394,7 @@ def _tally(rows: Sequence[Any]) -> str:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from . import sweeps
 
-    try:
-        spec = sweeps.load_sweep(args.file)
-    except sweeps.SweepError as e:  # the sweep file itself cannot be used: exit 2
-        raise UsageError(str(e)) from None
+    spec = sweeps.load_sweep(args.file)
     if args.trace:
         spec.trace = True
     if args.workers is not None and args.workers < 1:
