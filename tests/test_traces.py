@@ -199,3 +199,22 @@ def test_ftrace_states_say_why_a_task_left_the_cpu(res) -> None:
     assert "D" in io and "D" not in ui  # waiting for I/O is uninterruptible
     assert "S" in ui  # sleeping
     assert any("X" in v for v in states.values())  # exits
+
+
+def test_flow_arrows_leave_the_wakers_running_slice_and_enter_the_wakees(res) -> None:
+    events = traces.perfetto(res)["traceEvents"]
+    slices = defaultdict(list)
+    for e in events:
+        if e.get("cat") == "thread state":
+            slices[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"], e["name"]))
+
+    def enclosing(e: dict) -> str:
+        inside = [n for a, b, n in slices[(e["pid"], e["tid"])] if a <= e["ts"] < b]
+        assert len(inside) == 1, e
+        return inside[0]
+
+    flows = [e for e in events if e["ph"] in "sf"]
+    assert flows
+    for e in flows:
+        # A wakee dispatched at once has no runnable slice: its running one starts then.
+        assert enclosing(e) in (("running",) if e["ph"] == "s" else ("runnable", "running"))

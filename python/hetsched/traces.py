@@ -141,10 +141,13 @@ def perfetto(res: Any, *, bins: int = COUNTER_BINS) -> dict[str, Any]:
                 "dur": _us(b_ns - a_ns), "name": state, "cat": "thread state", "args": args,
             })  # fmt: skip
     for n, (t_ns, waker, wakee) in enumerate(wakers(trace, programs)):
-        common = {"cat": "wakeup", "name": "wakeup", "id": n + 1, "ts": _us(t_ns)}
-        for ph, task in (("s", waker), ("f", wakee)):
+        # The arrow leaves the waker's running slice 1 ns before the wake-up
+        # (inside it: the slice may end at that instant) and enters the slice
+        # the wakee starts then (``bp: e``, the enclosing slice).
+        for ph, task, at in (("s", waker, t_ns - 1), ("f", wakee, t_ns)):
             pid = PROGRAM_PID + programs.get(task, OTHER_PROGRAM)
-            flow = {**common, "ph": ph, "pid": pid, "tid": TASK_TID + task}
+            flow = {"ph": ph, "cat": "wakeup", "name": "wakeup", "id": n + 1, "ts": _us(at),
+                    "pid": pid, "tid": TASK_TID + task}  # fmt: skip
             out.append({**flow, "bp": "e"} if ph == "f" else flow)
     return {"traceEvents": out, "displayTimeUnit": "ms"}
 
