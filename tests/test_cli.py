@@ -250,3 +250,165 @@ def test_reproduce_unknown_id_exits_2(two_reproductions, capsys) -> None:
     assert _error_line(capsys.readouterr().err).startswith(
         "hetsched: error: unknown reproduction 'li-f99'; known: good, bad"
     )
+
+
+def test_reproduce_ends_with_a_tally(two_reproductions, capsys) -> None:
+    assert cli.main(["reproduce", "all"]) == 1
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == "2 claims: 1 match, 1 error"
+    assert cli.main(["reproduce", "good", "--json"]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)  # the tally stays out of the JSON
+    assert captured.err.rstrip().endswith("1 claim: 1 match")
+
+
+# One table of exit statuses over every command: a missing input is 2 everywhere.
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "{missing}.toml"],
+        ["validate", "{missing}.toml"],
+        ["sweep", "{missing}.toml"],
+        ["plot", "{missing}"],
+        ["report", "{missing}"],
+        ["workload", "from-rt-app", "{missing}.json"],
+        ["machine", "from-sysfs", "{missing}"],
+    ],
+    ids=lambda argv: " ".join(argv[:2]),
+)
+def test_a_missing_input_exits_2_in_every_command(tmp_path, capsys, argv) -> None:
+    missing = str(tmp_path / "absent")
+    assert cli.main([a.format(missing=missing) for a in argv]) == 2
+    line = _error_line(capsys.readouterr().err)
+    assert line.startswith("hetsched: error:") and "absent" in line and "no such" in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run"],
+        ["run", "x.toml", "--bogus"],
+        ["validate"],
+        ["list"],
+        ["list", "colours"],
+        ["schema", "--bogus"],
+        ["reproduce"],
+        ["reproduce", "all", "--scale", "huge"],
+        ["sweep"],
+        ["sweep", "x.toml", "--workers", "many"],
+        ["plot"],
+        ["plot", "d", "--kind", "pie"],
+        ["report"],
+        ["machine", "from-sysfs", "--bogus"],
+        ["workload", "from-rt-app"],
+        ["linux", "agent", "--bogus"],
+        ["--bogus"],
+    ],
+    ids=" ".join,
+)
+def test_usage_errors_exit_2_in_every_command(capsys, argv) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    assert "usage: hetsched" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["machine"], ["workload"], ["linux"], []], ids=" ".join)
+def test_a_command_group_without_its_command_prints_help_and_exits_2(capsys, argv) -> None:
+    assert cli.main(argv) == 2
+    assert "usage: hetsched" in capsys.readouterr().err
+
+
+def test_a_failed_run_exits_1(scenario_file, parse, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(_core, "run", Recorder(raises=hetsched.SimulationError("livelock")))
+    assert cli.main(["run", str(scenario_file)]) == 1
+    assert _error_line(capsys.readouterr().err) == "hetsched: error: livelock"
+
+
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_version(capsys, flag) -> None:
+    assert cli.main([flag]) == 0
+    assert capsys.readouterr().out == f"hetsched {hetsched.__version__}\n"
+    with pytest.raises(SystemExit) as exc:  # also where argparse sees it
+        cli.main([flag, "list", "policies"])
+    assert exc.value.code == 0
+
+
+def test_version_imports_neither_pandas_nor_matplotlib() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "hetsched", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(Path(hetsched.__file__).parents[1])},
+    )
+    assert done.stdout == f"hetsched {hetsched.__version__}\n"
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "pandas" not in imported and "matplotlib" not in imported and "numpy" not in imported
+
+
+@pytest.mark.parametrize(
+    ("value", "suggestion"),
+    [
+        ("scheduler=cfz", 'did you mean "cfs"?'),
+        ("scheduler=faster_first", 'did you mean "faster-first"?'),
+        ("governor=ondemnd", 'did you mean "ondemand"?'),
+        ("scheduler=cfs[min_granularty_ms=3]", 'did you mean "min_granularity_ms"?'),
+    ],
+)
+def test_misspelt_policy_names_get_a_suggestion(tmp_path, capsys, value, suggestion) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'name = "s"\nduration_s = 0.1\n[machine]\npreset = "smp-4"\n'
+        '[[workload.programs]]\nname = "a"\nkind = "sequential"\nwork_ms = 1\n'
+    )
+    assert cli.main(["validate", str(path), "--set", value]) == 2
+    assert _error_line(capsys.readouterr().err).endswith(suggestion)
+
+
+def test_no_suggestion_when_nothing_is_close() -> None:
+    message = 'scheduler: unknown scheduler "zzzzzz"; known: cfs, eas'
+    assert cli._with_suggestion(message) == message
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_listings_fit_the_terminal(monkeypatch, capsys, columns) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for what in ("policies", "presets", "reproductions"):
+        assert cli.main(["list", what]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert max(len(line) for line in lines) <= columns, what
+    if columns < 80:
+        return  # words longer than a narrow column are cut
+    # Nothing is lost: every policy name and every word of a description is there.
+    assert cli.main(["list", "policies"]) == 0
+    words = capsys.readouterr().out.split()
+    for p in _core.list_policies():
+        assert p["name"] in words
+        first = p["doc"].strip().splitlines()[0].split()
+        assert all(w in words for w in first), p["name"]
+
+
+def test_listings_are_80_columns_into_a_pipe(monkeypatch, capsys) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert cli.main(["list", "policies"]) == 0  # stdout is captured: not a terminal
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()) <= 80
+
+
+def test_reproduce_rows_wrap_to_the_terminal(two_reproductions, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("COLUMNS", "72")
+    long = "a claim long enough to need two lines or more at seventy-two columns"
+    registry["good"].fn = lambda scale: [Row("good", long, 3.3, 3.2, "±15%", "match")]
+    assert cli.main(["reproduce", "good"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 72
+    # The claim is wrapped within its column; the other cells stay on the first line.
+    first = lines[2].split()
+    assert first[0] == "good" and first[-4:] == ["3.3", "3.2", "±15%", "match"]
+    start = lines[0].index("claim")
+    claim = " ".join(line[start : start + 40].split("  ")[0].strip() for line in lines[2:5])
+    assert claim.startswith("a claim long enough to need")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -9,6 +10,7 @@ import pytest
 
 import hetsched
 from hetsched import cli, plot, report
+from hetsched._text import seconds
 
 SCENARIO = {
     "name": "figs",
@@ -118,6 +120,23 @@ def test_run_report_is_self_contained(run_dir: Path, tmp_path: Path) -> None:
     assert "<h2>Programs</h2>" in text and "par" in text
     assert "src=" not in text and "<link" not in text
 
+    # Figures first, one summary, numbers for people.
+    assert text.index("<figure") < text.index("<h2>Summary</h2>")
+    assert text.index("<figure") < text.index("<table")
+    assert text.count("<h2>Summary</h2>") == 1 and "<pre>hetsched run" not in text
+    body = re.sub(r"<svg.*?</svg>", "", text, flags=re.S)  # figures' own coordinates aside
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", body)
+    assert cells
+    assert not [c for c in cells if re.fullmatch(r"-?[\d.]+e\+\d+", c)]  # 2.21519e+06
+    # No float noise: at most 4 significant digits (0.7267171520000001).
+    assert not [c for c in cells if re.fullmatch(r"-?[\d,]*\.\d+", c) and _significant(c) > 4]
+    res = hetsched.Results.load(run_dir)
+    assert f"makespan {seconds(res.summary['makespan_s'])};" in text  # the headline
+
+
+def _significant(text: str) -> int:
+    return len(text.lstrip("-").replace(",", "").replace(".", "").lstrip("0"))
+
 
 def test_sweep_report_and_speedup_figure(tmp_path: Path) -> None:
     base = {**SCENARIO, "governor": "performance"}
@@ -144,3 +163,147 @@ def test_plot_and_report_cli(run_dir: Path, tmp_path: Path, capsys) -> None:
     assert cli.main(["plot", str(run_dir), "--kind", "speedup"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("hetsched: error:") and "sweep folder" in err and "\n" not in err
+
+
+# Figures a reader can use at any size.
+
+
+def _traced(machine: dict, tmp_path: Path, name: str) -> Path:
+    scenario = {
+        "name": name,
+        "duration_s": 0.2,
+        "scheduler": "cfs",
+        "governor": "schedutil",
+        "machine": machine,
+        "workload": {"programs": [{"name": "p", "kind": "parallel", "threads": 8, "work_ms": 20}]},
+    }
+    return hetsched.run(scenario, trace=True).save(tmp_path / name)
+
+
+def _titles(fig) -> list[str]:
+    return [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
+
+
+def test_utilisation_has_a_panel_pair_per_frequency_domain(run_dir: Path) -> None:
+    fig = plot.utilization(run_dir)  # big.LITTLE 4+4: two domains
+    titles = _titles(fig)
+    assert titles == [
+        "domain 0 (cpu0-3, big): utilisation",
+        "domain 0 (cpu0-3, big): frequency",
+        "domain 1 (cpu4-7, little): utilisation",
+        "domain 1 (cpu4-7, little): frequency",
+    ]
+    freq_axes = [ax for ax in fig.axes if ax.get_title(loc="left").endswith("frequency")]
+    # One frequency line per panel: none can hide another.
+    assert [len(ax.get_lines()) for ax in freq_axes] == [1, 1]
+    assert freq_axes[0].get_ylim() == freq_axes[1].get_ylim()  # comparable heights
+
+
+def test_utilisation_beyond_16_cpus_is_one_heat_map(tmp_path: Path) -> None:
+    machine = {
+        "clusters": [
+            {"type": "big", "cores": 16, "count": 2},
+            {"type": "little", "cores": 16, "count": 2},
+        ],
+        "types": {"big": {"capacity": 1024}, "little": {"capacity": 512}},
+    }
+    fig = plot.utilization(_traced(machine, tmp_path, "wide"))
+    heat = next(ax for ax in fig.axes if ax.get_title(loc="left") == "utilisation per CPU")
+    assert heat.images[0].get_array().shape == (64, 100)  # every CPU, every bin
+    labels = [t.get_text() for t in heat.get_yticklabels()]
+    assert labels[0] == "domain 0 (cpu0-15, big)" and len(labels) == 4  # by domain
+    assert _titles(fig)[1:] == [f"domain {d} ({r}): frequency" for d, r in
+                                enumerate(["cpu0-15, big", "cpu16-31, big",
+                                           "cpu32-47, little", "cpu48-63, little"])]  # fmt: skip
+
+
+def test_utilisation_with_per_core_frequencies_draws_them_as_a_heat_map(tmp_path: Path) -> None:
+    fig = plot.utilization(_traced({"preset": "patel-opteron-8"}, tmp_path, "percore"))
+    assert _titles(fig) == ["utilisation per CPU", "frequency per domain"]
+    freq = fig.axes[1]
+    assert freq.images[0].get_array().shape[0] == 8  # one row per domain
+    cpu_labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert cpu_labels == [f"cpu{i} opteron" for i in range(8)]
+
+
+def test_timeline_rows_stay_readable_at_many_cpus(tmp_path: Path) -> None:
+    machine = {"clusters": [{"type": "big", "cores": 32, "count": 4}],
+               "types": {"big": {"capacity": 1024}}}  # fmt: skip
+    fig = plot.timeline(_traced(machine, tmp_path, "many"))
+    assert fig.get_size_inches()[1] <= 14.0
+    assert len(fig.axes[0].get_yticklabels()) <= plot.TIMELINE_ROWS
+
+
+@pytest.mark.parametrize("suffix", [".pdf", ".eps", ".jpg"])
+def test_any_format_matplotlib_writes(run_dir: Path, tmp_path: Path, suffix: str) -> None:
+    out = tmp_path / f"f{suffix}"
+    assert cli.main(["plot", str(run_dir), "--kind", "fairness", "--out", str(out)]) == 0
+    magic = {".pdf": b"%PDF", ".eps": b"%!PS", ".jpg": b"\xff\xd8"}[suffix]
+    assert out.read_bytes().startswith(magic)
+
+
+def test_an_unknown_figure_format_is_refused_naming_the_choices(
+    run_dir: Path, tmp_path: Path, capsys
+) -> None:
+    assert cli.main(["plot", str(run_dir), "--out", str(tmp_path / "f.docx")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write a figure as .docx" in err and ".pdf" in err and ".png" in err
+    assert not (tmp_path / "f.docx").exists()
+
+
+def test_report_refuses_a_pdf_name(run_dir: Path, tmp_path: Path, capsys) -> None:
+    assert cli.main(["report", str(run_dir), "--out", str(tmp_path / "r.pdf")]) == 2
+    err = capsys.readouterr().err
+    assert "the report is an HTML page" in err and "\n" not in err.strip()
+    assert not (tmp_path / "r.pdf").exists()
+
+
+def test_comparisons_in_one_unit_are_grouped_bars_on_one_axis(tmp_path: Path) -> None:
+    captured = {}
+
+    def keep(fig, path):  # the figure itself, not its file
+        captured["fig"] = fig
+        return Path(path)
+
+    programs = ["render", "compile", "ui"]
+    panels = {"cfs completion (s)": [2.0, 3.0, 9.0], "faster-first completion (s)": [1.5, 2.5, 9.0]}
+    import unittest.mock
+
+    with unittest.mock.patch.object(plot, "save", keep):
+        plot.bars(programs, panels, tmp_path / "compare.png")
+    (ax,) = captured["fig"].axes
+    assert ax.get_ylabel() == "completion (s)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["cfs", "faster-first"]
+    assert len(ax.patches) == 6  # two bars per program, side by side
+    assert ax.get_yscale() == "linear"
+    # Over orders of magnitude: a log axis, so small values stay visible.
+    with unittest.mock.patch.object(plot, "save", keep):
+        plot.bars(["a", "b"], {"published (ms)": [300, 1.2], "simulated (ms)": [280, 1.1]},
+                  tmp_path / "t3.png")  # fmt: skip
+    assert captured["fig"].axes[0].get_yscale() == "log"
+    # Different units stay separate panels.
+    with unittest.mock.patch.object(plot, "save", keep):
+        plot.bars(["a", "b"], {"time (s)": [1, 2], "energy (J)": [3, 4]}, tmp_path / "x.png")
+    assert len(captured["fig"].axes) == 2
+
+
+# The HTML report: figures first, readable numbers, one summary.
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (2215190.0, "2,215,190"),
+        (2215190, "2,215,190"),
+        (0.7267171520000001, "0.7267"),
+        (300.00000000000006, "300"),
+        (12.3456, "12.35"),
+        (1.5e-5, "1.500e-5"),
+        (0.0, "0"),
+        (float("nan"), ""),
+        (None, ""),
+        ("cfs", "cfs"),
+    ],
+)
+def test_report_number_format(value, text) -> None:
+    assert report.format_number(value) == text

@@ -7,7 +7,6 @@ import json
 import pandas as pd
 import pytest
 
-import hetsched
 from hetsched import Results
 
 import fake_core
@@ -85,6 +84,7 @@ def test_save_writes_every_file(tmp_path, res: Results) -> None:
     out = res.save(tmp_path / "run")
     assert sorted(p.name for p in out.iterdir()) == [
         "cpus.csv",
+        "manifest.json",
         "programs.csv",
         "scenario.json",
         "summary.json",
@@ -100,10 +100,15 @@ def test_save_writes_every_file(tmp_path, res: Results) -> None:
     assert len(pd.read_csv(out / "cpus.csv")) == 4
 
 
-def test_save_writes_traces_when_traced(tmp_path, monkeypatch) -> None:
+def test_save_writes_traces_when_traced(tmp_path) -> None:
     res = Results(fake_core.results_json(trace=True))
-    monkeypatch.setattr(hetsched._core, "chrome_trace", lambda raw: json.dumps({"traceEvents": []}))
     out = res.save(tmp_path)
-    assert json.loads((out / "trace.json").read_text()) == {"traceEvents": []}
+    events = json.loads((out / "trace.json").read_text())["traceEvents"]
+    assert sum(e["ph"] == "X" and e["pid"] == 0 for e in events) == sum(
+        e["type"] == "run" and e["end_ns"] > e["t_ns"] for e in fake_core.TRACE
+    )
+    assert (out / "trace.txt").read_text().startswith("# tracer: nop\n")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {"trace.json", "trace.jsonl", "trace.txt"} <= set(manifest["files"])
     lines = (out / "trace.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in lines] == fake_core.TRACE

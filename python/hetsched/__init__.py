@@ -16,6 +16,8 @@ Write a scheduler in Python by subclassing :class:`hetsched.Scheduler`
 :mod:`hetsched.reproduce` or ``hetsched reproduce all``.
 """
 
+from typing import TYPE_CHECKING
+
 from . import _core as _core  # the compiled core, for monkeypatching and advanced use
 from ._core import (
     HetschedError,
@@ -28,7 +30,9 @@ from ._core import (
 from .api import load, loads, parse_override, run
 from .policy import Agent, Scheduler
 from .results import Results
-from .sweeps import sweep
+
+if TYPE_CHECKING:
+    from .sweeps import sweep
 
 __all__ = [
     "Agent",
@@ -50,10 +54,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # The reproductions pull in every paper's model; load them on first use.
-    if name == "reproduce":
-        import importlib
+    import importlib
 
+    # The reproductions pull in every paper's model, and sweeps pandas: load
+    # them on first use, so that ``hetsched --version`` answers at once.
+    if name == "reproduce":
         return importlib.import_module(".reproduce", __name__)
+    if name == "sweep":
+        return importlib.import_module(".sweeps", __name__).sweep
 
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,15 +15,19 @@
     hetsched workload from-rt-app tasks.json --out rtapp.toml
 
 Errors in scenarios, policies and files are printed as one line,
-``hetsched: error: <message>``, with exit status 2 for an invalid scenario or
-command line and 1 for everything else.
+``hetsched: error: <message>``. Exit status: 0 done; 2 for a command line or
+scenario that cannot be used, and for a missing input file in every command;
+1 when a run, a reproduction or a sweep fails; 130 on Ctrl-C.
+Listings wrap to the terminal's width (80 columns into a pipe or file).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -31,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, api
-from ._text import table
+from ._text import fit_width, table
 
 __all__ = ["main"]
 
@@ -44,21 +48,60 @@ class UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv in (["--version"], ["-V"]):  # answered before anything else is imported
+        print(f"hetsched {_core.__version__}")
+        return EXIT_OK
     parser = _parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    from .results import MixedRunError
+
     try:
+        _check_inputs(args)
         status: int = args.handler(args)
         return status
-    except (_core.ScenarioError, UsageError) as e:
+    except _core.ScenarioError as e:
+        return _fail(_core.ScenarioError(_with_suggestion(str(e))), EXIT_USAGE)
+    except (UsageError, FileNotFoundError, MixedRunError) as e:
         return _fail(e, EXIT_USAGE)
+    except BrokenPipeError:  # the reader went away (``hetsched list policies | head``)
+        _silence_stdout()
+        return EXIT_FAILURE
     except (_core.HetschedError, OSError) as e:
         return _fail(e, EXIT_FAILURE)
     except KeyboardInterrupt:
         print("hetsched: interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_stdout() -> None:
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    """A missing input file or folder is a usage error (exit 2) in every command."""
+    for attr, what in (("file", "file"), ("dir", "results folder"), ("root", "folder")):
+        path = getattr(args, attr, None)
+        if isinstance(path, Path) and not path.exists():
+            raise UsageError(f"{path}: no such {what}")
+
+
+def _with_suggestion(message: str) -> str:
+    """Add "did you mean" to the core's ``unknown ... "NAME"; known: a, b`` errors."""
+    m = re.search(r'"(?P<name>[^"]+)"; known: (?P<known>[^;]+)$', message)
+    if m is None or "did you mean" in message:
+        return message
+    known = [k.strip() for k in m["known"].split(",") if k.strip()]
+    close = difflib.get_close_matches(m["name"], known, n=1, cutoff=0.6)
+    if not close:
+        close = [k for k in known if k.lower() == m["name"].lower()]
+    return f'{message}; did you mean "{close[0]}"?' if close else message
 
 
 def _fail(e: BaseException, status: int) -> int:
@@ -95,7 +138,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="hetsched",
         description="Simulate OS scheduling on heterogeneous multicore processors.",
     )
-    p.add_argument("--version", action="version", version=f"hetsched {_core.__version__}")
+    p.add_argument("-V", "--version", action="version", version=f"hetsched {_core.__version__}")
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
     r = sub.add_parser("run", help="simulate a scenario and write its results")
@@ -188,10 +231,17 @@ def _parser() -> argparse.ArgumentParser:
         help="; ".join(f"{k}: {v}" for k, v in KINDS.items()),
     )
     pl.add_argument(
-        "--out", type=Path, metavar="FILE", help="a .png or .svg (default: DIR/plots/KIND.png)"
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="any format matplotlib writes, by suffix: .png .svg .pdf .eps ... "
+        "(default: DIR/plots/KIND.png)",
     )
     pl.add_argument(
-        "--format", choices=["png", "svg"], default="png", help="format when --out is not given"
+        "--format",
+        choices=["png", "svg", "pdf"],
+        default="png",
+        help="format when --out is not given",
     )
     pl.add_argument("--metric", default="makespan_s", help="speedup: the table column compared")
     pl.add_argument("--by", help="speedup: the swept axis whose values are compared")
@@ -200,7 +250,9 @@ def _parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="write a self-contained HTML report of a results folder")
     rep.add_argument("dir", type=Path, help="results folder (hetsched run/sweep --out DIR)")
-    rep.add_argument("--out", type=Path, metavar="FILE", help="default: DIR/report.html")
+    rep.add_argument(
+        "--out", type=Path, metavar="FILE", help="an .html file (default: DIR/report.html)"
+    )
     rep.set_defaults(handler=_cmd_report)
 
     mc = sub.add_parser("machine", help="machine descriptions from the Linux world")
@@ -308,18 +360,24 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     if args.what == "policies":
-        print(_policies_text(_core.list_policies()))
+        text = _policies_text(_core.list_policies())
     elif args.what == "presets":
         presets = _core.list_presets()
-        print(
-            table(["preset", "description"], [[p["name"], _first_line(p["doc"])] for p in presets])
+        text = table(
+            ["preset", "description"], [[p["name"], _first_line(p["doc"])] for p in presets]
         )
     else:
         from . import reproduce
 
         rows = [[r.id, r.title, r.paper] for r in reproduce.registry.values()]
-        print(table(["id", "title", "paper"], rows))
+        text = table(["id", "title", "paper"], rows)
+    print(fit_width(text, _terminal_width()))
     return EXIT_OK
+
+
+def _terminal_width() -> int:
+    """Columns of the terminal on stdout; 80 into a pipe or a file."""
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -343,14 +401,28 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     rows = reproduce.run_reproductions(
         ids, scale=args.scale, plots_dir=args.plots, on_done=progress
     )
+    tally = _tally(rows)
     if args.json:
         print(json.dumps([r.to_dict() for r in rows], indent=2, default=str))
+        print(tally, file=sys.stderr)
     else:
-        print(reproduce.rows_table(rows))
+        print(fit_width(reproduce.rows_table(rows), _terminal_width()))
+        print(f"\n{tally}")
     if args.scorecard is not None:
         args.scorecard.parent.mkdir(parents=True, exist_ok=True)
         args.scorecard.write_text(reproduce.scorecard_markdown(rows), encoding="utf-8")
     return EXIT_FAILURE if any(r.verdict == "error" for r in rows) else EXIT_OK
+
+
+def _tally(rows: Sequence[Any]) -> str:
+    """``24 claims: 12 match, 6 trend, 5 differs, 1 error`` (verdicts in their usual order)."""
+    counts: dict[str, int] = {}
+    for verdict in ("match", "trend", "differs", "error"):
+        counts[verdict] = 0
+    for r in rows:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    parts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    return f"{len(rows)} claim{'s' if len(rows) != 1 else ''}: {parts or 'none'}"
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -425,7 +497,10 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from . import report
 
-    path = report.write_report(args.dir, args.out)
+    try:
+        path = report.write_report(args.dir, args.out)
+    except report.ReportError as e:
+        raise UsageError(str(e)) from None
     print(f"wrote {path}", file=sys.stderr)
     return EXIT_OK
 

@@ -17,6 +17,7 @@ __all__ = [
     "bars",
     "energy_estimate",
     "fairness",
+    "formats_supported",
     "plot",
     "power",
     "save",
@@ -36,27 +37,68 @@ def bars(
     title: str = "",
     xlabel: str = "",
     reference: Mapping[str, float] | None = None,
+    grouped: bool | None = None,
 ) -> Path:
-    """Save a PNG with one bar chart per entry of ``panels`` (its key is the
-    y-axis label), stacked vertically and sharing the x categories ``labels``.
-    ``reference`` draws a dashed horizontal line in the panel of the same key
-    (an ideal or published value). Returns the path written."""
+    """Save a bar chart of ``panels`` over the x categories ``labels`` (the
+    format follows the suffix of ``path``, as :func:`save`).
+
+    Series that measure the same thing are compared on one axis: when every
+    key of ``panels`` ends in the same unit in parentheses (``"cfs completion
+    (s)"``, ``"faster-first completion (s)"``; ``"published (ms)"``,
+    ``"simulated (ms)"``) the series are drawn as grouped bars side by side
+    on one y axis, the legend naming each by the part of its key that
+    differs. Otherwise (or with ``grouped=False``) each entry is its own panel,
+    stacked vertically, its key the y-axis label. ``reference`` draws a dashed
+    horizontal line for the series of the same key (an ideal or published
+    value). Returns the path written."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    n = max(len(panels), 1)
-    fig = Figure(figsize=(max(6.0, 0.45 * len(labels) + 2.0), 2.6 * n + 0.6), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
-    positions = list(range(len(labels)))
-    for ax, (ylabel, values) in zip(axes, panels.items(), strict=False):
+    for ylabel, values in panels.items():
         if len(values) != len(labels):
             raise ValueError(f"panel {ylabel!r} has {len(values)} values for {len(labels)} labels")
-        ax.bar(positions, list(values), color="#4878a8")
-        if reference and ylabel in reference:
-            ax.axhline(reference[ylabel], color="#c44e52", linestyle="--", linewidth=1)
-        ax.set_ylabel(ylabel)
+    if grouped is None:
+        grouped = len(panels) > 1 and _common_unit(list(panels)) is not None
+    positions = list(range(len(labels)))
+    if grouped:
+        names, ylabel = _split_common_suffix(list(panels))
+        n = len(panels)
+        width = min(0.8 / n, 0.35)
+        fig = Figure(
+            figsize=(max(6.0, (0.3 + 0.22 * n) * len(labels) + 2.5), 4.2), layout="constrained"
+        )
+        FigureCanvasAgg(fig)
+        ax = fig.subplots()
         ax.grid(axis="y", alpha=0.3)
+        for j, (key, values) in enumerate(panels.items()):
+            xs = [x + (j - (n - 1) / 2) * width for x in positions]
+            colour = _PALETTE[j % len(_PALETTE)]
+            ax.bar(xs, list(values), width, color=colour, label=names[j])
+            if reference and key in reference:
+                ax.axhline(reference[key], color=colour, linestyle="--", linewidth=1,
+                           label=f"{names[j]}: reference")  # fmt: skip
+        # Series over orders of magnitude (fast and slow mechanisms side by
+        # side): a log axis, so the small bars stay readable.
+        every = [float(v) for vs in panels.values() for v in vs if v == v]
+        if every and min(every) > 0 and max(every) / min(every) > LOG_RANGE:
+            ax.set_yscale("log")
+            ylabel += " (log scale)"
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes = [ax]
+    else:
+        n = max(len(panels), 1)
+        fig = Figure(
+            figsize=(max(6.0, 0.45 * len(labels) + 2.0), 2.6 * n + 0.6), layout="constrained"
+        )
+        FigureCanvasAgg(fig)
+        axes = list(fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0])
+        for ax, (ylabel, values) in zip(axes, panels.items(), strict=False):
+            ax.bar(positions, list(values), color="#4878a8")
+            if reference and ylabel in reference:
+                ax.axhline(reference[ylabel], color="#c44e52", linestyle="--", linewidth=1)
+            ax.set_ylabel(ylabel)
+            ax.grid(axis="y", alpha=0.3)
     # Labels that would overlap side by side are slanted.
     crowded = len(labels) > 16 or sum(len(str(x)) for x in labels) > 6 * len(labels) + 8
     axes[-1].set_xticks(
@@ -66,10 +108,36 @@ def bars(
         axes[-1].set_xlabel(xlabel)
     if title:
         fig.suptitle(title)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    return out
+    return save(fig, path)
+
+
+#: Grouped bars whose values span more than this ratio use a log y axis.
+LOG_RANGE = 100.0
+
+
+def _common_unit(keys: Sequence[str]) -> str | None:
+    """The unit in parentheses that every key ends with, or None."""
+    import re
+
+    units = {m.group(1) if (m := re.search(r"\(([^()]+)\)\s*$", k)) else None for k in keys}
+    return units.pop() if len(units) == 1 and None not in units else None
+
+
+def _split_common_suffix(keys: Sequence[str]) -> tuple[list[str], str]:
+    """``(["cfs", "faster-first"], "completion (s)")`` from ``["cfs completion
+    (s)", "faster-first completion (s)"]``: the differing part of each key,
+    and the words they all end with (the y-axis label)."""
+    words = [k.split() for k in keys]
+    common = 0
+    while all(len(w) > common + 1 for w in words):
+        if len({tuple(w[-common - 1 :]) for w in words}) != 1:
+            break
+        common += 1
+    suffix = " ".join(words[0][len(words[0]) - common :]) if common else ""
+    names = [" ".join(w[: len(w) - common]) for w in words]
+    if suffix.startswith("("):
+        suffix = f"value {suffix}"
+    return names, suffix
 
 
 # --------------------------------------------------------------------------
@@ -94,6 +162,10 @@ _PALETTE = [
 ]  # fmt: skip
 
 
+#: Up to this many CPUs the timeline gives each a labelled row of full height.
+TIMELINE_ROWS = 40
+
+
 class PlotError(ValueError):
     """A figure that cannot be drawn from what a folder holds (no trace, not a sweep)."""
 
@@ -111,7 +183,8 @@ def plot(
 
     ``source`` is a run folder (``hetsched run --out DIR``), a
     :class:`hetsched.Results`, or for ``speedup`` a sweep folder or table.
-    ``path`` ends in ``.png`` or ``.svg`` (default: ``DIR/plots/KIND.png``).
+    ``path`` ends in a suffix matplotlib writes, ``.png``, ``.svg``, ``.pdf``
+    ... (default: ``DIR/plots/KIND.png``).
     ``metric``, ``by`` and ``baseline`` are for ``speedup`` (see :func:`speedup`).
     Returns the path written; raises :class:`PlotError` when the source
     lacks what the figure needs.
@@ -122,6 +195,12 @@ def plot(
         if not isinstance(source, str | Path):
             raise PlotError("give a path to save the figure to")
         path = Path(source) / "plots" / f"{kind}.png"
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in formats_supported():  # before the work of drawing
+        raise PlotError(
+            f"{path}: cannot write a figure as {Path(path).suffix or 'a file without a suffix'}; "
+            f"use one of {', '.join('.' + f for f in formats_supported())}"
+        )
     if kind == "speedup":
         fig = speedup(source, metric=metric, by=by, baseline=baseline)
     else:
@@ -136,13 +215,30 @@ def plot(
 
 
 def save(fig: Any, path: str | Path) -> Path:
-    """Write a figure as PNG or SVG (by the suffix of ``path``)."""
+    """Write a figure in the format of the suffix of ``path``: any format
+    matplotlib writes (``.png``, ``.svg``, ``.pdf``, ``.eps``, ``.jpg`` ...)."""
     out = Path(path)
-    if out.suffix.lower() not in (".png", ".svg"):
-        raise PlotError(f"{out}: figures are written as .png or .svg")
+    formats = formats_supported(fig)
+    suffix = out.suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise PlotError(
+            f"{out}: cannot write a figure as {out.suffix or 'a file without a suffix'}; "
+            f"use one of {', '.join('.' + f for f in sorted(formats))}"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     return out
+
+
+def formats_supported(fig: Any = None) -> list[str]:
+    """The file suffixes (without the dot) figures can be saved as."""
+    if fig is None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        fig = Figure()
+        FigureCanvasAgg(fig)
+    return sorted(fig.canvas.get_supported_filetypes())
 
 
 def svg_text(fig: Any) -> str:
@@ -185,7 +281,9 @@ def timeline(res: Any) -> Any:
         elif isinstance(t, str) and any(r in t for r in RECONFIG_EVENTS):
             cpu = e.get("cpu")
             reconfigs.append((e["t_ns"] / 1e9, int(cpu) if cpu is not None else None, t))
-    fig, ax = _figure(1, height=0.32 * ncpus + 1.6)
+    # Beyond TIMELINE_ROWS CPUs the rows get thinner and only every k-th is labelled.
+    many = ncpus > TIMELINE_ROWS
+    fig, ax = _figure(1, height=min(14.0, 0.09 * ncpus + 2.4) if many else 0.32 * ncpus + 1.6)
     ax = ax[0]
     for (cpu, prog), xs in segs.items():
         ax.broken_barh(xs, (cpu - 0.4, 0.8), facecolors=colour.get(prog, "#999999"))
@@ -214,7 +312,10 @@ def timeline(res: Any) -> Any:
     handles = [Patch(color=colour[p], label=p) for p in names]
     handles += ax.get_legend_handles_labels()[0]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    ax.set_yticks(range(ncpus), _cpu_labels(res, ncpus))
+    labels = _cpu_labels(res, ncpus)
+    step = -(-ncpus // TIMELINE_ROWS) if many else 1
+    shown = range(0, ncpus, step)
+    ax.set_yticks(list(shown), [labels[i] for i in shown], fontsize=7 if many else None)
     ax.set_ylim(ncpus - 0.5, -0.5)
     ax.set_xlabel("time (s)")
     ax.set_xlim(0, _end_s(res, trace))
@@ -222,47 +323,176 @@ def timeline(res: Any) -> Any:
     return fig
 
 
+#: Up to this many CPUs the utilisation figure gives each frequency domain its
+#: own panel with a row per CPU; beyond it one heat map of every CPU.
+PANEL_CPUS = 16
+#: Up to this many frequency domains each gets its own frequency panel (so no
+#: line hides another); beyond it the frequencies are a heat map too.
+PANEL_DOMAINS = 4
+#: Beyond this many CPUs the heat map is labelled by domain, not by CPU.
+LABELLED_CPUS = 32
+
+
 def utilization(res: Any, bins: int = 100) -> Any:
-    """Two panels: each CPU's utilisation per time bin, and each CPU's
-    frequency over time (from the trace's P-state changes; a domain starts at
-    its highest P-state, as the engine does)."""
+    """Each CPU's utilisation per time bin (a heat map) and each frequency
+    domain's frequency over time (from the trace's P-state changes; a domain
+    starts at its highest P-state, as the engine does).
+
+    Up to :data:`PANEL_CPUS` CPUs and :data:`PANEL_DOMAINS` domains, each
+    domain has a pair of panels: its CPUs' utilisation above its frequency.
+    Beyond, one heat map holds every CPU (domains separated by lines, labelled
+    by domain beyond :data:`LABELLED_CPUS` CPUs) above one frequency panel per
+    domain, or, beyond :data:`PANEL_DOMAINS` domains, a heat map of the
+    domains' frequencies."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     res = _results(res)
     trace = _need_trace(res, "utilization")
     ncpus = _ncpus(res, trace)
     end = _end_s(res, trace)
     edges, busy = _busy_per_bin(trace, ncpus, end, bins)
     width = edges[1] - edges[0]
-    fig, (ax_u, ax_f) = _figure(2, height=6.0, sharex=True)
+    util = [[100.0 * b / width for b in busy[cpu]] for cpu in range(ncpus)]
     labels = _cpu_labels(res, ncpus)
-    # One row per CPU, one cell per time bin, coloured by the busy fraction.
-    grid = [[100.0 * b / width for b in busy[cpu]] for cpu in range(ncpus)]
-    image = ax_u.imshow(
-        grid,
-        aspect="auto",
-        interpolation="nearest",
-        cmap="viridis",
-        vmin=0.0,
-        vmax=100.0,
-        extent=(0.0, end, ncpus - 0.5, -0.5),
-    )
-    ax_u.set_yticks(range(ncpus), labels)
-    ax_u.grid(False)
-    fig.colorbar(image, ax=ax_u, label="utilisation (%)")
-    for cpu, (ts, mhz) in enumerate(_freq_steps(res, trace, ncpus, end)):
-        ax_f.step(
-            ts,
-            mhz,
-            where="post",
-            color=_PALETTE[cpu % len(_PALETTE)],
-            linewidth=1,
-            label=labels[cpu],
-        )
-    ax_f.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
-    ax_f.set_ylabel("frequency (MHz)")
-    ax_f.set_xlabel("time (s)")
-    ax_f.set_xlim(0, end)
-    fig.suptitle(f"{_name(res)}: utilisation and frequency")
+    domains = _domains(res, ncpus)
+    members: dict[int, list[int]] = {}
+    for cpu, d in enumerate(domains):
+        members.setdefault(d, []).append(cpu)
+    steps = _freq_steps(res, trace, ncpus, end)
+    freq = {d: steps[cpus[0]] for d, cpus in members.items()}
+    top = max((max(m) for _, m in freq.values()), default=1.0) * 1.08 or 1.0
+    names = {d: _domain_name(res, d, cpus) for d, cpus in members.items()}
+    per_domain = ncpus <= PANEL_CPUS and len(members) <= PANEL_DOMAINS
+    freq_panels = len(members) <= PANEL_DOMAINS
+
+    # Rows of panels, with their heights in inches.
+    rows: list[tuple[str, Any, float]] = []
+    if per_domain:
+        for d, cpus in members.items():
+            rows.append(("util", d, max(0.9, 0.3 * len(cpus) + 0.4)))
+            rows.append(("freq", d, 1.0))
+    else:
+        rows.append(("util", None, min(9.0, max(3.0, 0.06 * ncpus + 2.0))))
+        if freq_panels:
+            rows += [("freq", d, 0.9) for d in members]
+        else:
+            rows.append(("freqmap", None, min(5.0, max(1.6, 0.12 * len(members) + 1.0))))
+    fig = Figure(figsize=(10.0, sum(h for _, _, h in rows) + 1.0), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(
+        len(rows), 1, sharex=True, squeeze=False, height_ratios=[h for _, _, h in rows]
+    )[:, 0]
+    image = None
+    util_axes = []
+    for ax, (kind, d, _) in zip(axes, rows, strict=True):
+        if kind == "util":
+            cpus = members[d] if d is not None else list(range(ncpus))
+            image = ax.imshow(
+                [util[c] for c in cpus],
+                aspect="auto",
+                interpolation="nearest",
+                cmap="viridis",
+                vmin=0.0,
+                vmax=100.0,
+                extent=(0.0, end, len(cpus) - 0.5, -0.5),
+            )
+            util_axes.append(ax)
+            if d is not None:
+                ax.set_yticks(range(len(cpus)), [labels[c] for c in cpus], fontsize=8)
+                ax.set_title(f"{names[d]}: utilisation", fontsize=9, loc="left")
+            else:
+                _label_heat_rows(ax, members, names, labels, ncpus)
+                ax.set_title("utilisation per CPU", fontsize=9, loc="left")
+        elif kind == "freq":
+            ts, mhz = freq[d]
+            ax.step(ts, mhz, where="post", color="#c44e52", linewidth=1.2)
+            ax.set_ylim(0, top)
+            ax.set_ylabel("MHz", fontsize=8)
+            ax.tick_params(labelsize=8)
+            ax.grid(alpha=0.3)
+            ax.set_title(f"{names[d]}: frequency", fontsize=9, loc="left")
+        else:
+            fimage = ax.imshow(
+                [_resample(*freq[d], edges) for d in members],
+                aspect="auto",
+                interpolation="nearest",
+                cmap="magma",
+                vmin=0.0,
+                extent=(0.0, end, len(members) - 0.5, -0.5),
+            )
+            step = max(1, len(members) // 16)
+            ds = list(members)
+            shown = range(0, len(ds), step)
+            ax.set_yticks(list(shown), [f"domain {ds[i]}" for i in shown], fontsize=7)
+            ax.set_title("frequency per domain", fontsize=9, loc="left")
+            fig.colorbar(fimage, ax=ax, label="MHz")
+    if image is not None:
+        fig.colorbar(image, ax=util_axes, label="utilisation (%)")
+    axes[-1].set_xlabel("time (s)")
+    axes[-1].set_xlim(0, end)
+    fig.suptitle(f"{_name(res)}: utilisation and frequency ({ncpus} CPUs)")
     return fig
+
+
+def _domain_name(res: Any, d: int, cpus: list[int]) -> str:
+    types = list(dict.fromkeys(str(t) for t in res.cpus["type"])) if "type" in res.cpus else []
+    kinds = (
+        list(dict.fromkeys(str(res.cpus["type"].iloc[c]) for c in cpus))
+        if len(types) and len(res.cpus) > max(cpus)
+        else []
+    )
+    return f"domain {d} ({_ranges(cpus)}{', ' + '/'.join(kinds) if kinds else ''})"
+
+
+def _ranges(cpus: list[int]) -> str:
+    """``cpu0-3,8`` from ``[0, 1, 2, 3, 8]``."""
+    parts = []
+    start = prev = cpus[0]
+    for c in [*cpus[1:], None]:
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        parts.append(f"{start}-{prev}" if prev > start else f"{start}")
+        if c is not None:
+            start = prev = c
+    return "cpu" + ",".join(parts)
+
+
+def _label_heat_rows(
+    ax: Any, members: dict[int, list[int]], names: dict[int, str], labels: list[str], ncpus: int
+) -> None:
+    """Label the rows of the all-CPU heat map: each CPU up to LABELLED_CPUS,
+    else each domain at the middle of its rows; lines between domains."""
+    for cpus in members.values():
+        if cpus[0] > 0:
+            ax.axhline(cpus[0] - 0.5, color="white", linewidth=0.8)
+    if ncpus <= LABELLED_CPUS:
+        ax.set_yticks(range(ncpus), labels, fontsize=7)
+        return
+    # Domains are contiguous CPU ranges in every preset; one that is not is
+    # labelled at its first CPU.
+    ticks = [(cpus[0] + cpus[-1]) / 2 if cpus == list(range(cpus[0], cpus[-1] + 1)) else cpus[0]
+             for cpus in members.values()]  # fmt: skip
+    if len(ticks) > 24:
+        keep = max(1, len(ticks) // 24)
+        pairs = list(zip(ticks, members, strict=True))[::keep]
+        ax.set_yticks([t for t, _ in pairs], [names[d] for _, d in pairs], fontsize=7)
+    else:
+        ax.set_yticks(ticks, [names[d] for d in members], fontsize=7)
+    ax.set_ylabel("CPU")
+
+
+def _resample(ts: list[float], values: list[float], edges: list[float]) -> list[float]:
+    """A step function's value at the middle of each bin of ``edges``."""
+    import bisect
+
+    out = []
+    for i in range(len(edges) - 1):
+        mid = (edges[i] + edges[i + 1]) / 2
+        j = max(0, bisect.bisect_right(ts, mid) - 1)
+        out.append(values[min(j, len(values) - 1)])
+    return out
 
 
 def power(res: Any, bins: int = 200) -> Any:

@@ -15,26 +15,71 @@ prints a summary a newcomer can read, and writes everything to a folder:
 ``proxies.csv``    per CPU: time proxied/offline, IPIs handled as a proxy (idem)
 ``trace.json``     Perfetto/Chrome trace, open in https://ui.perfetto.dev
 ``trace.jsonl``    the typed trace events, one JSON object per line
+``trace.txt``      the trace as ftrace text (``sched_switch``/``sched_wakeup``)
+``manifest.json``  run id, and each file above with its size and SHA-256
 =================  =========================================================
 
-The two trace files are written only for runs made with ``trace=True``.
+The three trace files are written only for runs made with ``trace=True``.
+Saving into a folder removes the files of an earlier run first (only the
+names above and the figures and report drawn from them); reading a folder
+back checks every file against the manifest, so a folder never silently
+mixes two runs (:func:`verify_run_folder`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
+import hashlib
 import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from . import _core
 from ._text import number, seconds, table
 
-__all__ = ["Results"]
+if TYPE_CHECKING:  # pandas is imported on first use: ``hetsched --version`` must be quick
+    import pandas as pd
+
+__all__ = ["MANIFEST", "MixedRunError", "Results", "verify_run_folder"]
+
+#: The manifest of a run folder: run id and every file the run wrote.
+MANIFEST = "manifest.json"
+
+#: Files :meth:`Results.save` writes. A save removes those of an earlier run
+#: (and the figures and report drawn from it, below) before writing, so a
+#: folder never holds files of two runs; nothing else in the folder is touched.
+RESULT_FILES = (
+    "summary.json",
+    "tasks.csv",
+    "programs.csv",
+    "cpus.csv",
+    "vms.csv",
+    "scenario.json",
+    "reconfigs.csv",
+    "proxies.csv",
+    "trace.json",
+    "trace.jsonl",
+    "trace.txt",
+)
+
+#: Files drawn from a run folder's data by ``hetsched plot`` and ``hetsched
+#: report`` at their default places: stale once the folder holds another run.
+DERIVED_FILES = ("report.html",)
+DERIVED_PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff",
+                         ".webp", ".pgf", ".raw", ".rgba")  # fmt: skip
+DERIVED_PLOT_KINDS = ("timeline", "utilization", "power", "fairness", "speedup")
+
+
+class MixedRunError(ValueError):
+    """A run folder whose files do not all belong to the run of its manifest."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
 
 
 class Results:
@@ -59,6 +104,9 @@ class Results:
             proxy; empty without a ``[dynamic]`` section.
         warnings: what the core found questionable but ran anyway.
         scenario: the resolved scenario, as a dict of the scenario-file schema.
+        labels: the core's labels, ``tasks`` (``[program, thread]`` per task id,
+            vCPUs included) and ``cpus`` (``"cpu N (type)"``); empty for a
+            folder read back.
         raw_json: the JSON text this object was built from.
     """
 
@@ -66,6 +114,7 @@ class Results:
     trace: list[dict[str, Any]]
     warnings: list[str]
     scenario: dict[str, Any]
+    labels: dict[str, Any]
     raw_json: str
 
     def __init__(self, raw_json: str) -> None:
@@ -83,6 +132,8 @@ class Results:
         self.trace = list(data.get("trace") or [])
         self.warnings = [str(w) for w in data.get("warnings") or []]
         self.scenario = dict(data.get("scenario") or {})
+        # Task and CPU labels of the core (vCPUs included), for the trace exports.
+        self.labels = dict(data.get("labels") or {})
 
     @functools.cached_property
     def tasks(self) -> pd.DataFrame:
@@ -124,6 +175,7 @@ class Results:
             raise FileNotFoundError(
                 2, "not a run folder (no summary.json; write one with hetsched run --out)", str(d)
             )
+        verify_run_folder(d)
         summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
         warnings = summary.pop("warnings", [])
         doc: dict[str, Any] = {"summary": summary, "warnings": warnings}
@@ -224,6 +276,8 @@ class Results:
 
     def cpu_types(self) -> pd.DataFrame:
         """Per CPU type: number of CPUs, mean utilisation, busy time and energy."""
+        import pandas as pd
+
         if "type" not in self.cpus.columns:
             return pd.DataFrame()
         cpus = self.cpus.copy()
@@ -270,10 +324,17 @@ class Results:
         return out.reset_index(drop=True)
 
     def save(self, out_dir: str | Path) -> Path:
-        """Write the result files (see the module doc) into ``out_dir``, creating it.
-        Returns the folder."""
+        """Write the result files (see the module doc) into ``out_dir``, creating it,
+        and last ``manifest.json``: the run id and each file's size and SHA-256.
+
+        Files of an earlier run in ``out_dir`` (the names in the module doc,
+        and ``report.html`` and ``plots/KIND.*`` drawn from them) are removed
+        first; any other file is left alone. Returns the folder."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        # The manifest goes first: a save cut short leaves no manifest that
+        # vouches for a half-written folder.
+        _remove_earlier_run(out)
         summary = {**self.summary, "warnings": self.warnings}
         _write_json(out / "summary.json", summary)
         for name, frame in (
@@ -290,10 +351,16 @@ class Results:
                 _csv_ready(frame).to_csv(out / f"{name}.csv", index=False)
         _write_json(out / "scenario.json", self.scenario)
         if self.trace:
-            (out / "trace.json").write_text(_core.chrome_trace(self.raw_json), encoding="utf-8")
+            from . import traces
+
+            with (out / "trace.json").open("w", encoding="utf-8") as f:
+                json.dump(traces.perfetto(self), f, separators=(",", ":"))
             with (out / "trace.jsonl").open("w", encoding="utf-8") as f:
                 for event in self.trace:
                     f.write(json.dumps(event, separators=(",", ":")) + "\n")
+            with (out / "trace.txt").open("w", encoding="utf-8") as f:
+                traces.write_ftrace(self, f)
+        _write_manifest(out, self)
         return out
 
     def __repr__(self) -> str:
@@ -302,9 +369,88 @@ class Results:
     __str__ = __repr__
 
 
+def verify_run_folder(d: str | Path) -> dict[str, Any] | None:
+    """Check that the result files in run folder ``d`` all belong to the run
+    of its ``manifest.json``: each file it lists is there with its size and
+    SHA-256, and no other result file is. Returns the manifest (None for a
+    folder written before manifests existed); raises :class:`MixedRunError`
+    naming the first file that does not belong."""
+    d = Path(d)
+    path = d / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        files = manifest["files"]
+        run = str(manifest["run_id"])
+        if not isinstance(files, dict):
+            raise TypeError("files is not an object")
+    except (ValueError, KeyError, TypeError) as e:
+        raise MixedRunError(path, f"unreadable manifest ({e}); run the scenario again") from None
+    advice = "the folder mixes runs; run the scenario again into an empty folder"
+    for name, meta in sorted(files.items()):
+        f = d / name
+        if not f.is_file():
+            raise MixedRunError(f, f"listed in the manifest of run {run} but missing; {advice}")
+        if f.stat().st_size != meta.get("bytes") or _sha256(f) != meta.get("sha256"):
+            raise MixedRunError(f, f"changed since run {run} wrote it; {advice}")
+    for name in RESULT_FILES:
+        if name not in files and (d / name).exists():
+            raise MixedRunError(d / name, f"not written by run {run} (not in {MANIFEST}); {advice}")
+    return dict(manifest)
+
+
+def _remove_earlier_run(out: Path) -> None:
+    for name in (MANIFEST, *RESULT_FILES, *DERIVED_FILES):
+        with contextlib.suppress(FileNotFoundError):
+            (out / name).unlink()
+    plots = out / "plots"
+    if plots.is_dir():
+        for kind in DERIVED_PLOT_KINDS:
+            for suffix in DERIVED_PLOT_SUFFIXES:
+                with contextlib.suppress(FileNotFoundError):
+                    (plots / f"{kind}{suffix}").unlink()
+        with contextlib.suppress(OSError):
+            plots.rmdir()  # only when empty
+
+
+def _write_manifest(out: Path, res: Results) -> None:
+    files = {
+        name: {"bytes": (out / name).stat().st_size, "sha256": _sha256(out / name)}
+        for name in RESULT_FILES
+        if (out / name).exists()
+    }
+    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
+    # The id tells runs apart: the resolved scenario (seed included), what it
+    # produced, and when it was saved (the same scenario saved twice is two runs).
+    ident = json.dumps([res.scenario, res.summary, created], sort_keys=True, default=str)
+    manifest = {
+        "format": 1,
+        "run_id": hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16],
+        "created": created,
+        "hetsched": _core.__version__,
+        "scenario": res.summary.get("scenario") or res.scenario.get("name"),
+        "seed": res.summary.get("seed", res.scenario.get("seed")),
+        "files": files,
+    }
+    tmp = out / f".{MANIFEST}.{os.getpid()}.tmp"
+    _write_json(tmp, manifest)
+    tmp.replace(out / MANIFEST)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(functools.partial(f.read, 1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def _read_rows(path: Path) -> list[dict[str, Any]]:
     """Rows of a CSV written by :meth:`Results.save`, with JSON text cells
     (``run_s_by_type``) parsed back and missing values as None."""
+    import pandas as pd
+
     try:
         frame = pd.read_csv(path)
     except pd.errors.EmptyDataError:
@@ -319,6 +465,8 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _frame(rows: Sequence[Mapping[str, Any]] | None) -> pd.DataFrame:
+    import pandas as pd
+
     if not rows:
         return pd.DataFrame()
     return pd.DataFrame.from_records(list(rows))
