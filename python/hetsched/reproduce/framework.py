@@ -292,13 +292,19 @@ def check_band(published: float, abs_tol: float | None) -> None:
 TREND_FLOOR = 0.01
 
 
-def trend_margin(samples: Sequence[float], floor: float = 0.0) -> float:
-    """The margin a trend must clear: the spread (max − min) of one quantity
-    over seeds, the run-to-run noise, or ``floor`` if larger. A change no
-    larger than this is not reported as an ordering."""
+def trend_margin(samples: Sequence[float], floor: float = 0.0, averaged: int = 1) -> float:
+    """The margin a trend must clear: the run-to-run noise of the compared
+    value, or ``floor`` if larger. The noise is the spread (max − min) of one
+    quantity over a few seeds (``samples``, one run each); when the compared
+    value is a mean over ``averaged`` runs, its noise is that spread over
+    √averaged (the spread of 3 runs is about 1.7 standard deviations, so this
+    is about 1.7 standard errors of the mean). A change no larger than the
+    margin is not reported as an ordering."""
     if not samples:
         raise ValueError("trend_margin needs at least one sample")
-    return max(floor, max(samples) - min(samples))
+    if averaged < 1:
+        raise ValueError(f"averaged must be at least 1, got {averaged}")
+    return max(floor, (max(samples) - min(samples)) / math.sqrt(averaged))
 
 
 def verdict_trend(holds: bool) -> str:
