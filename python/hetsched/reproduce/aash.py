@@ -346,7 +346,7 @@ def aash_migr(scale: str) -> Outcome:
     # Overhead per program and tick for each of NOISE_SEEDS seeds; the rows use
     # the mean and the seeds' spread is the noise an ordering must clear.
     per_seed: dict[str, dict[str, list[float]]] = {}
-    seeds = (SEEDS["full"])[:NOISE_SEEDS]
+    seeds = SEEDS[scale][:NOISE_SEEDS]
     for name in SEQUENTIAL:
         vms = single_vcpu_vms(name, 4, scale)
         per_seed[name] = {}
@@ -968,7 +968,7 @@ def aash_prio(scale: str) -> Outcome:
         # Fig. 3.12(c): the high-priority VM finishes sooner; the gap must clear
         # the spread of the gaps over NOISE_SEEDS seeds.
         gaps = [end[f"{name}@low"] - high_end]
-        for seed in SEEDS["full"][1:NOISE_SEEDS]:
+        for seed in SEEDS[scale][1:NOISE_SEEDS]:
             e = completions(run(vms, "aash", seed, 1, 7))
             gaps.append(e[f"{name}@low"] - e[f"{name}@high"])
         gap_noise = trend_margin(gaps)

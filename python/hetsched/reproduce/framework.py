@@ -398,13 +398,14 @@ def rows_table(rows: Sequence[Row]) -> str:
 def headline(rows: Sequence[Row]) -> str:
     """The scorecard's tally, counting predictions only: "N predictions: a
     match, b trend, c differ; plus k calibration points and m consistency
-    checks, listed separately." (error rows, which have no kind, count as
-    predictions: a reproduction that fails predicts nothing it can show)."""
+    checks, listed separately." A verdict no prediction has is left out
+    (but for match); error rows, which have no kind, count as predictions: a
+    reproduction that fails predicts nothing it can show."""
     kinds = [_kind(r) for r in rows]
     preds = [r for r, k in zip(rows, kinds, strict=True) if k == "prediction"]
     words = {"match": "match", "trend": "trend", "differs": "differ", "error": "error"}
     counts = [(words[v], sum(r.verdict == v for r in preds)) for v in VERDICTS]
-    tally = ", ".join(f"{n} {w}" for w, n in counts if n or w in ("match", "trend", "differ"))
+    tally = ", ".join(f"{n} {w}" for w, n in counts if n or w == "match")
     ncal = kinds.count("calibration")
     ncon = kinds.count("consistency")
     return (
