@@ -1257,7 +1257,9 @@ def chameleon_f4(scale: str) -> Outcome:
                 claim = f"{prog}: {CONFIG_LABEL[cfg]} not slower than the CMP"
                 holds = rel <= 1.0 + F4_REL_TOL
                 note = (
-                    "the model's fast CPUs are a speedup on independent CPUs: "
+                    ""
+                    if holds
+                    else "the model's fast CPUs are a speedup on independent CPUs: "
                     f"{CONFIG_LABEL[cfg]} has {_capacity(cfg):g} baseline CPUs of capacity "
                     "for a high program against the CMP's 24, and a dynamically balanced "
                     "program's time follows capacity. The paper's CMP runs 24 hyperthreads "
@@ -1543,7 +1545,9 @@ def chameleon_f7(scale: str) -> Outcome:
                     digits=3,
                     rel_tol=F7_REL_TOL,
                     trend_ok=lo < hi,
-                    note=_f7_parallel_note(binding),
+                    note=_f7_parallel_note(binding)
+                    if got > pub * (1.0 + F7_REL_TOL)
+                    else "speedup over the same program with every thread on one baseline CPU",
                 )
             )
         rows.append(
@@ -1607,6 +1611,8 @@ def _f7_nqueen_note(binding: str, tax: float) -> str:
 
 
 def _f7_parallel_note(binding: str) -> str:
+    """Why the simulated parallel speedup exceeds the published one (used only
+    where it does)."""
     return (
         "speedup over the same program with every thread on one baseline CPU. The model's "
         "24 CPUs are independent, so 24 threads come near 24x; the paper's are 24 "

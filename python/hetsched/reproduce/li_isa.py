@@ -449,7 +449,7 @@ def li_mig(scale: str) -> list[Row]:
                 "32 KiB L1 is refilled whatever the working set above 32 KiB, so the 512 KB "
                 "row returns the 4 MB value",
             )
-        if verdict == "differs" and not shared:
+        if verdict == "differs" and not shared and sim < pub:
             note += (
                 "; a lines × latency model scales the 4 MB cost linearly (1.8 ms × 1/8 = 225 µs), "
                 "while the measured 512 KB cost is 2.2× that: the real cost has a large part "
