@@ -171,11 +171,14 @@ def test_tables_and_scorecard() -> None:
         "simulated",
         "tolerance",
         "verdict",
+        "kind",
     ]
     assert "3.41" in text and "the model lacks SMT" in text
+    assert text.endswith("2 predictions: 1 match, 1 differ; plus 0 calibration points "
+                         "and 0 consistency checks, listed separately.")  # fmt: skip
     md = scorecard_markdown(rows)
     assert md.startswith("# Validation scorecard")
-    assert "2 claims: 1 match, 1 differs." in md
+    assert "2 predictions: 1 match, 1 differ; plus 0 calibration points" in md
     assert "| li-f9 | a \\| b | 3.3 | 3.41 | ±1% | **match** |  |" in md
 
 

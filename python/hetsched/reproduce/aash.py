@@ -32,7 +32,17 @@ from pathlib import Path
 from typing import Any
 
 from .. import api
-from .framework import Outcome, Row, reproduction, tolerance_text, verdict_trend, verdict_within
+from .framework import (
+    TREND_FLOOR,
+    Outcome,
+    Row,
+    reproduction,
+    tolerance_text,
+    trend_margin,
+    verdict_trend,
+    verdict_within,
+    within_row,
+)
 
 PAPER = (
     "Kazempour, Kamali, Fedorova, AASH: an asymmetry-aware scheduler for hypervisors"
@@ -97,8 +107,16 @@ AWARE_SETS = [
 WORK_S = {"full": 20.0, "quick": 3.0}
 SEEDS = {"full": list(range(1, 11)), "quick": [1, 2]}
 POINTS = 5.0  # the tolerance of the speedup rows, percentage points
+#: Seeds over which a trend's run-to-run noise is estimated.
+NOISE_SEEDS = 3
+#: The measured migration overhead of mcf, % (§3.2), and its tolerance.
+MCF_OVERHEAD = 4.0
+MCF_REL_TOL = 0.15
 
-#: What the model's Credit lacks, for the rows where AASH's gain differs.
+#: What the model's Credit lacks. It explains a gain *larger* than measured
+#: (the model's Credit places worse than Xen's), and only where the Credit runs
+#: vary more between seeds than AASH's (the placement decides); it is stated
+#: only where :func:`static_credit_holds` finds both.
 STATIC_CREDIT = (
     "the model's Credit leaves a vCPU that has a CPU to itself and never blocks where"
     " it is, so a placement (random per seed) decides for long stretches who holds the"
@@ -218,6 +236,26 @@ def speedup(credit: list[float], aash: list[float]) -> float:
     return 100.0 * (statistics.fmean(credit) / statistics.fmean(aash) - 1.0)
 
 
+def seed_spread(times: list[float]) -> float:
+    """Relative spread (max − min) / mean of completion times over seeds."""
+    return (max(times) - min(times)) / statistics.fmean(times)
+
+
+def static_credit_holds(
+    published: float, sim: float, credit: list[float] | None, aash: list[float] | None
+) -> bool:
+    """Whether the static-Credit explanation fits a row: the gain is larger than
+    measured and Credit's completion times vary more over seeds than AASH's."""
+    if credit is None or aash is None or sim <= published + POINTS:
+        return False
+    return seed_spread(credit) > seed_spread(aash)
+
+
+def per_seed_speedups(credit: list[float], aash: list[float]) -> list[float]:
+    """The speedup of each of the first :data:`NOISE_SEEDS` seeds."""
+    return [100.0 * (c / a - 1.0) for c, a in list(zip(credit, aash, strict=True))[:NOISE_SEEDS]]
+
+
 def speed_row(
     rid: str,
     claim: str,
@@ -225,12 +263,31 @@ def speed_row(
     sim: float,
     note: str = "",
     trend_ok: bool | None = None,
+    credit: list[float] | None = None,
+    aash: list[float] | None = None,
 ) -> Row:
-    ok = (sim > 0) == (published > 0) if trend_ok is None else trend_ok
-    verdict = verdict_within(published, sim, abs_tol=POINTS, trend_ok=ok)
+    """A speedup within :data:`POINTS`; a trend when the sign holds by more
+    than the run-to-run noise (the spread of the per-seed speedups)."""
+    if trend_ok is None:
+        margin = (
+            trend_margin(per_seed_speedups(credit, aash), averaged=len(credit))
+            if credit is not None and aash is not None
+            else 0.0
+        )
+        trend_ok = (sim > margin) if published > 0 else (sim < -margin)
+    verdict = verdict_within(published, sim, abs_tol=POINTS, trend_ok=trend_ok)
     if verdict != "match":
-        more = "larger" if sim > published else "smaller"
-        note = "; ".join(x for x in (note, f"gain {more} than measured: {STATIC_CREDIT}") if x)
+        if static_credit_holds(published, sim, credit, aash):
+            assert credit is not None and aash is not None
+            why = (
+                f"gain larger than measured, and Credit's completion times vary over seeds by "
+                f"{seed_spread(credit):.1%} against AASH's {seed_spread(aash):.1%}: "
+                f"{STATIC_CREDIT}"
+            )
+        else:
+            more = "larger" if sim > published else "smaller"
+            why = f"gain {more} than measured; the cause is not diagnosed"
+        note = "; ".join(x for x in (note, why) if x)
     return Row(
         id=rid,
         claim=claim,
@@ -286,39 +343,57 @@ def plot_bars(data: dict[str, Any], path: Path) -> None:
 def aash_migr(scale: str) -> Outcome:
     # All cores slow; AASH deems CPU 0 fast and migrates as usual (§3.2):
     # four single-vCPU VMs running the same program on four cores.
-    overhead: dict[str, dict[str, float]] = {}
-    seeds = SEEDS[scale][:1]
+    # Overhead per program and tick for each of NOISE_SEEDS seeds; the rows use
+    # the mean and the seeds' spread is the noise an ordering must clear.
+    per_seed: dict[str, dict[str, list[float]]] = {}
+    seeds = SEEDS[scale][:NOISE_SEEDS]
     for name in SEQUENTIAL:
         vms = single_vcpu_vms(name, 4, scale)
-        base = statistics.fmean(
-            v for s in seeds for v in completions(run(vms, "xen-credit", s, 1, 3, True)).values()
-        )
-        overhead[name] = {}
-        for tick in (3, 10, 25):
-            sched = f"aash[fast_cpus=1, tick_ms={tick}]"
-            t = statistics.fmean(
-                v for s in seeds for v in completions(run(vms, sched, s, 1, 3, True)).values()
-            )
-            overhead[name][f"{tick} ms"] = 100.0 * (t / base - 1.0)
+        per_seed[name] = {}
+        for s in seeds:
+            base = statistics.fmean(completions(run(vms, "xen-credit", s, 1, 3, True)).values())
+            for tick in (3, 10, 25):
+                sched = f"aash[fast_cpus=1, tick_ms={tick}]"
+                t = statistics.fmean(completions(run(vms, sched, s, 1, 3, True)).values())
+                per_seed[name].setdefault(f"{tick} ms", []).append(100.0 * (t / base - 1.0))
+    overhead = {n: {k: statistics.fmean(v) for k, v in d.items()} for n, d in per_seed.items()}
+    noise = {n: {k: trend_margin(v) for k, v in d.items()} for n, d in per_seed.items()}
     mcf10 = overhead["mcf"]["10 ms"]
     worst_insensitive = max(overhead[n]["10 ms"] for n in INSENSITIVE)
-    worst_sensitive = max(overhead[n]["10 ms"] for n in SENSITIVE)
     o3 = statistics.fmean(overhead[n]["3 ms"] for n in SENSITIVE)
     o25 = statistics.fmean(overhead[n]["25 ms"] for n in SENSITIVE)
-    rows = [
-        Row(
-            id="aash-migr",
-            claim="AASH vs Credit, mcf: overhead (%) at most 4%, the largest of all programs",
-            published=4.0,
-            simulated=round(mcf10, 2),
-            tolerance="≤ 4% and largest",
-            verdict=verdict_trend(
-                0.0 <= mcf10 <= 4.0 and mcf10 >= worst_sensitive - 0.1 and mcf10 > worst_insensitive
-            ),
-            note="; ".join(f"{n} {overhead[n]['10 ms']:.2f}%" for n in SENSITIVE)
-            + "; the model refills at most the 2 MB L3 after a migration across chips, so the"
+    tick_noise = max(
+        TREND_FLOOR * abs(o3),
+        max(noise[n][t] for n in SENSITIVE for t in ("3 ms", "25 ms")),
+    )
+    # mcf is the largest: above every other program by more than both noises.
+    largest = all(
+        mcf10 - overhead[n]["10 ms"] > max(noise["mcf"]["10 ms"], noise[n]["10 ms"])
+        for n in SEQUENTIAL
+        if n != "mcf"
+    )
+    mcf_note = (
+        "; ".join(f"{n} {overhead[n]['10 ms']:.2f}%" for n in SENSITIVE)
+        + f" (mean of {len(seeds)} seeds; mcf largest by more than the noise: "
+        + ("yes" if largest else "no")
+        + ")"
+    )
+    if mcf10 < MCF_OVERHEAD * (1.0 - MCF_REL_TOL):
+        mcf_note += (
+            "; the model refills at most the 2 MB L3 after a migration across chips, so the"
             " three cache-sensitive programs pay alike and less than the measured 4% for mcf"
-            " (TLB refill and memory-bandwidth contention are not modelled)",
+            " (TLB refill and memory-bandwidth contention are not modelled)"
+        )
+    rows = [
+        within_row(
+            "aash-migr",
+            "AASH vs Credit, mcf: overhead (%) with a 10 ms tick (the largest of all programs)",
+            MCF_OVERHEAD,
+            mcf10,
+            digits=2,
+            rel_tol=MCF_REL_TOL,
+            trend_ok=largest and mcf10 > noise["mcf"]["10 ms"],
+            note=mcf_note,
         ),
         Row(
             id="aash-migr",
@@ -332,12 +407,14 @@ def aash_migr(scale: str) -> Outcome:
         Row(
             id="aash-migr",
             claim=(
-                "cache-sensitive programs: overhead with a 3 ms tick above that with 25 ms (mean %)"
+                "cache-sensitive programs: overhead with a 3 ms tick above that with 25 ms "
+                "(mean %, by more than the seeds' spread)"
             ),
             published="3 ms > 25 ms",
             simulated=f"{o3:.2f} vs {o25:.2f}",
-            tolerance="ordering",
-            verdict=verdict_trend(o3 > o25),
+            tolerance=f"ordering, margin {tick_noise:.2f}",
+            verdict=verdict_trend(o3 - o25 > tick_noise),
+            note="a shorter tick moves vCPUs more often; each move refills the caches",
         ),
     ]
     data = {
@@ -420,6 +497,7 @@ def aash_equal(scale: str) -> Outcome:
 def aash_1vm(scale: str) -> Outcome:
     names = [*PARALLEL, "sixtrack", "mcf"]
     sp: dict[str, float] = {}
+    runs: dict[str, tuple[list[float], list[float]]] = {}
     means: dict[str, dict[str, float]] = {"xen-credit": {}, "aash": {}}
     for name in names:
         if PROGRAMS[name][0] == "seq":
@@ -433,6 +511,7 @@ def aash_1vm(scale: str) -> Outcome:
             per[sched] = [statistics.fmean(v) for v in zip(*c.values(), strict=True)]
             means[sched][name] = statistics.fmean(per[sched])
         sp[name] = speedup(per["xen-credit"], per["aash"])
+        runs[name] = (per["xen-credit"], per["aash"])
     parallel_gain = [sp[n] for n in PARALLEL]
     rows = [
         speed_row(
@@ -440,6 +519,8 @@ def aash_1vm(scale: str) -> Outcome:
             "FFT-W (87% sequential) speedup over Credit (%)",
             31.0,
             sp["fftw"],
+            credit=runs["fftw"][0],
+            aash=runs["fftw"][1],
             note=f"largest parallel speedup {max(parallel_gain):.1f}% "
             f"({PARALLEL[parallel_gain.index(max(parallel_gain))]})",
         ),
@@ -458,9 +539,16 @@ def aash_1vm(scale: str) -> Outcome:
             simulated=round(min(sp["sixtrack"], sp["mcf"]), 2),
             tolerance="-5 to 0",
             verdict=verdict_trend(-5.0 <= min(sp["sixtrack"], sp["mcf"]) <= 0.5),
-            note=f"sixtrack {sp['sixtrack']:.2f}%, mcf {sp['mcf']:.2f}%; {STATIC_CREDIT}: one"
-            " instance runs on the fast core, finishes at twice the speed and leaves it idle,"
-            " so AASH's equal sharing wins on the mean",
+            note=f"sixtrack {sp['sixtrack']:.2f}%, mcf {sp['mcf']:.2f}%"
+            + (
+                f"; {STATIC_CREDIT}: one instance runs on the fast core, finishes at twice the "
+                "speed and leaves it idle, so AASH's equal sharing wins on the mean"
+                if min(sp["sixtrack"], sp["mcf"]) > 0.5
+                and all(
+                    seed_spread(runs[n][0]) > seed_spread(runs[n][1]) for n in ("sixtrack", "mcf")
+                )
+                else ""
+            ),
         ),
         Row(
             id="aash-1vm",
@@ -500,6 +588,11 @@ def aash_aware(scale: str) -> Outcome:
         a = mean_completions(vms, "aash", scale, 2, 2)
         per = {n: speedup(c[n], a[n]) for n in wl}
         mean_sp = statistics.fmean(per.values())
+        seeds_sp = {n: per_seed_speedups(c[n], a[n]) for n in wl}
+        mean_noise = trend_margin(
+            [statistics.fmean(x) for x in zip(*seeds_sp.values(), strict=True)],
+            averaged=len(SEEDS[scale]),
+        )
         labels += list(wl)
         cm += [statistics.fmean(c[n]) for n in wl]
         am += [statistics.fmean(a[n]) for n in wl]
@@ -510,10 +603,35 @@ def aash_aware(scale: str) -> Outcome:
                 published=pub_text,
                 simulated=round(mean_sp, 2),
                 tolerance=f"±{POINTS + extra:g} points of {pub:g}",
-                verdict=verdict_within(pub, mean_sp, abs_tol=POINTS + extra, trend_ok=mean_sp > 0),
-                note="; ".join(f"{n} {s:+.1f}%" for n, s in per.items()),
+                verdict=verdict_within(
+                    pub, mean_sp, abs_tol=POINTS + extra, trend_ok=mean_sp > mean_noise
+                ),
+                note="; ".join(f"{n} {s:+.1f}%" for n, s in per.items())
+                + f"; seed noise of the mean {mean_noise:.1f} points",
             )
         )
+        # Fig. 3.5(a)-(c): the two CPU-bound programs (vCPUs 0-1, which the guest
+        # takes to be fast) speed up, the two memory-bound ones slow down.
+        for v, n in enumerate(wl):
+            up = v < 2
+            noise = trend_margin(seeds_sp[n], averaged=len(SEEDS[scale]))
+            holds = per[n] > noise if up else per[n] < -noise
+            rows.append(
+                Row(
+                    id="aash-aware",
+                    claim=f"Fig. 3.5, workload {', '.join(wl)}: {n} on vCPU {v} "
+                    + ("speeds up (%)" if up else "slows down (%)"),
+                    published="> 0" if up else "< 0",
+                    simulated=round(per[n], 2),
+                    tolerance=f"sign, beyond the seed noise {noise:.2f}",
+                    verdict=verdict_trend(holds),
+                    note=(
+                        "CPU-bound, on a vCPU the aware guest takes to be fast"
+                        if up
+                        else "memory-bound, on a vCPU the aware guest takes to be slow"
+                    ),
+                )
+            )
     return Outcome(
         rows=rows,
         data={
@@ -531,14 +649,16 @@ def two_vm(
     rid: str, vms: list[dict[str, Any]], scale: str, nfast: int = 1, nslow: int = 7
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """Speedups of each program of a two-VM experiment, and plot data (with
-    the AASH and Credit timelines of the first seed)."""
+    the AASH and Credit timelines of the first seed, and under ``"runs"`` each
+    program's per-seed completion times under Credit and AASH)."""
     c = mean_completions(vms, "xen-credit", scale, nfast, nslow)
     a = mean_completions(vms, "aash", scale, nfast, nslow)
-    sp = {n: speedup(c[n], a[n]) for n in c}
-    sp["workload"] = speedup(
+    runs = {n: (c[n], a[n]) for n in c}
+    runs["workload"] = (
         [sum(x) for x in zip(*c.values(), strict=True)],
         [sum(x) for x in zip(*a.values(), strict=True)],
     )
+    sp = {n: speedup(*ca) for n, ca in runs.items()}
     data = {
         "labels": list(c),
         "mean": {
@@ -551,6 +671,7 @@ def two_vm(
         },
         "timelines": {s: timeline(vms, s, nfast, nslow) for s in ("aash", "xen-credit")},
         "title": rid,
+        "runs": runs,
     }
     return sp, data
 
@@ -643,10 +764,16 @@ def aash_mixed_aware(scale: str) -> Outcome:
         },
     ]
     sp, data = two_vm("aash-mixed-aware", vms, scale)
+    runs = data["runs"]
     guest = statistics.fmean([sp["sixtrack"], sp["mcf"]])
     rows = [
         speed_row(
-            "aash-mixed-aware", "sixtrack (aware guest, vCPU 0) speedup (%)", 13.0, sp["sixtrack"]
+            "aash-mixed-aware",
+            "sixtrack (aware guest, vCPU 0) speedup (%)",
+            13.0,
+            sp["sixtrack"],
+            credit=runs["sixtrack"][0],
+            aash=runs["sixtrack"][1],
         ),
         speed_row(
             "aash-mixed-aware",
@@ -655,7 +782,14 @@ def aash_mixed_aware(scale: str) -> Outcome:
             guest,
             note=f"mcf {sp['mcf']:+.1f}%",
         ),
-        speed_row("aash-mixed-aware", "BLAST (legacy guest) speedup (%)", 20.0, sp["blast"]),
+        speed_row(
+            "aash-mixed-aware",
+            "BLAST (legacy guest) speedup (%)",
+            20.0,
+            sp["blast"],
+            credit=runs["blast"][0],
+            aash=runs["blast"][1],
+        ),
     ]
     return Outcome(rows=rows, data=data)
 
@@ -672,10 +806,13 @@ def aash_seq_a(scale: str) -> Outcome:
         one_program_vm("eon", 1, scale),
     ]
     sp, data = two_vm("aash-seq-a", vms, scale)
+    runs = data["runs"]
     rows = [
-        speed_row("aash-seq-a", "eon speedup (%)", 36.0, sp["eon"]),
-        speed_row("aash-seq-a", "BLAST speedup (%)", 8.0, sp["blast"]),
-    ]
+        speed_row("aash-seq-a", "eon speedup (%)", 36.0, sp["eon"],
+                  credit=runs["eon"][0], aash=runs["eon"][1]),
+        speed_row("aash-seq-a", "BLAST speedup (%)", 8.0, sp["blast"],
+                  credit=runs["blast"][0], aash=runs["blast"][1]),
+    ]  # fmt: skip
     return Outcome(rows=rows, data=data)
 
 
@@ -691,9 +828,17 @@ def aash_seq_b(scale: str) -> Outcome:
         one_program_vm("blackscholes", 2, scale),
     ]
     sp, data = two_vm("aash-seq-b", vms, scale)
+    runs = data["runs"]
     bs = sp["blackscholes"]
     rows = [
-        speed_row("aash-seq-b", "BLAST speedup (%)", 17.0, sp["blast"]),
+        speed_row(
+            "aash-seq-b",
+            "BLAST speedup (%)",
+            17.0,
+            sp["blast"],
+            credit=runs["blast"][0],
+            aash=runs["blast"][1],
+        ),
         Row(
             id="aash-seq-b",
             claim="blackscholes completion time change (%)",
@@ -702,7 +847,12 @@ def aash_seq_b(scale: str) -> Outcome:
             tolerance="|x| ≤ 1 (trend ≤ 5)",
             verdict="match" if abs(bs) <= 1.0 else ("trend" if abs(bs) <= 5.0 else "differs"),
             note="AASH time-shares the fast core with blackscholes' two vCPUs during BLAST's"
-            f" parallel phases, which Credit gives it only by chance; {STATIC_CREDIT}",
+            " parallel phases, which Credit gives it only by chance"
+            + (
+                f"; {STATIC_CREDIT}"
+                if static_credit_holds(1.0 - POINTS, bs, *runs["blackscholes"])
+                else ""
+            ),
         ),
     ]
     return Outcome(rows=rows, data=data)
@@ -721,18 +871,17 @@ def aash_seq_c(scale: str) -> Outcome:
         one_program_vm("fftw", 4, scale),
     ]
     sp, data = two_vm("aash-seq-c", vms, scale)
+    runs = data["runs"]
     note = "VM sizes (4 + 4 vCPUs) are an assumption"
     rows = [
-        speed_row(
-            "aash-seq-c",
-            "workload (sum of completion times) speedup (%)",
-            16.0,
-            sp["workload"],
-            note=note,
-        ),
-        speed_row("aash-seq-c", "FFT-W speedup (%)", 27.0, sp["fftw"], note=note),
-        speed_row("aash-seq-c", "BLAST speedup (%)", 6.0, sp["blast"], note=note),
-    ]
+        speed_row("aash-seq-c", "workload (sum of completion times) speedup (%)", 16.0,
+                  sp["workload"], note=note, credit=runs["workload"][0],
+                  aash=runs["workload"][1]),
+        speed_row("aash-seq-c", "FFT-W speedup (%)", 27.0, sp["fftw"], note=note,
+                  credit=runs["fftw"][0], aash=runs["fftw"][1]),
+        speed_row("aash-seq-c", "BLAST speedup (%)", 6.0, sp["blast"], note=note,
+                  credit=runs["blast"][0], aash=runs["blast"][1]),
+    ]  # fmt: skip
     return Outcome(rows=rows, data=data)
 
 
@@ -814,6 +963,25 @@ def aash_prio(scale: str) -> Outcome:
                 simulated=round(explained, 4),
                 tolerance="≥ 0.8",
                 verdict=verdict_trend(explained >= 0.8),
+            )
+        )
+        # Fig. 3.12(c): the high-priority VM finishes sooner; the gap must clear
+        # the spread of the gaps over NOISE_SEEDS seeds.
+        gaps = [end[f"{name}@low"] - high_end]
+        for seed in SEEDS[scale][1:NOISE_SEEDS]:
+            e = completions(run(vms, "aash", seed, 1, 7))
+            gaps.append(e[f"{name}@low"] - e[f"{name}@high"])
+        gap_noise = trend_margin(gaps)
+        rows.append(
+            Row(
+                id="aash-prio",
+                claim=f"{name}: the high-priority VM completes before the low-priority one "
+                "(Fig. 3.12(c)), low − high completion (s)",
+                published="> 0",
+                simulated=round(gaps[0], 3),
+                tolerance=f"sign, beyond the seed noise {gap_noise:.3f}",
+                verdict=verdict_trend(min(gaps) > 0 and statistics.fmean(gaps) > gap_noise),
+                note="gaps over seeds: " + ", ".join(f"{g:.3f}" for g in gaps) + " s",
             )
         )
         datas[name] = timeline(vms, "aash", 1, 7)

@@ -10,6 +10,19 @@ simulated one. Its verdict is computed, never typed in:
 - ``differs``: neither; the row's ``note`` says what the model lacks;
 - ``error``: the reproduction itself failed (set by the runner).
 
+Each row also has a *kind*, computed from metadata given where the row is
+defined, never typed in as a label:
+
+- ``prediction``: no metadata; nothing in the model was set from this
+  number or from one that fixes it;
+- ``calibration``: ``calibrated_by=("parameter", "why")`` names the model
+  parameter that was fitted to this published number (or to one that fixes it);
+- ``consistency``: ``follows_from="..."`` says which input or construction
+  the simulated value follows from, so it cannot test the model.
+
+Only predictions count in the scorecard's headline; the other two kinds are
+reported in their own sections.
+
 Register one with the :func:`reproduction` decorator::
 
     @reproduction("li-f9", paper="Li et al., ...", title="...", plot=plot_fn)
@@ -33,19 +46,26 @@ from typing import Any
 from .._text import number, table
 
 __all__ = [
+    "KINDS",
     "SCALES",
+    "TREND_FLOOR",
     "VERDICTS",
     "Outcome",
     "Reproduction",
     "Row",
     "UnknownReproductionError",
+    "bound_row",
+    "check_band",
+    "headline",
     "registry",
     "reproduction",
     "resolve_ids",
+    "row_kind",
     "rows_table",
     "run_reproductions",
     "scorecard_markdown",
     "tolerance_text",
+    "trend_margin",
     "verdict_trend",
     "verdict_within",
     "within_row",
@@ -53,6 +73,36 @@ __all__ = [
 
 SCALES = ("full", "quick")
 VERDICTS = ("match", "trend", "differs", "error")
+KINDS = ("prediction", "calibration", "consistency")
+
+
+def row_kind(calibrated_by: tuple[str, str] | None, follows_from: str | None) -> str:
+    """The kind of a row from its metadata (see the module doc).
+
+    ``calibrated_by`` must be a (parameter, why) pair of non-empty strings and
+    ``follows_from`` a non-empty string; a row cannot be both.
+    """
+    if calibrated_by is not None:
+        if (
+            not isinstance(calibrated_by, tuple)
+            or len(calibrated_by) != 2
+            or not all(isinstance(x, str) and x.strip() for x in calibrated_by)
+        ):
+            raise ValueError(
+                f"calibrated_by must be a (parameter, why) pair of non-empty strings, "
+                f"got {calibrated_by!r}"
+            )
+        if follows_from is not None:
+            raise ValueError(
+                "a row is either a calibration (calibrated_by) or a consistency check "
+                "(follows_from), not both"
+            )
+        return "calibration"
+    if follows_from is not None:
+        if not isinstance(follows_from, str) or not follows_from.strip():
+            raise ValueError(f"follows_from must be a non-empty string, got {follows_from!r}")
+        return "consistency"
+    return "prediction"
 
 
 @dataclass
@@ -66,13 +116,27 @@ class Row:
     tolerance: str
     verdict: str
     note: str = ""
+    #: ``(parameter, why)``: a model parameter was fitted to this number.
+    calibrated_by: tuple[str, str] | None = None
+    #: The input or construction the simulated value follows from.
+    follows_from: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """``prediction``, ``calibration`` or ``consistency``, from the metadata."""
+        return row_kind(self.calibrated_by, self.follows_from)
 
     def to_dict(self) -> dict[str, Any]:
-        """The row as a JSON-ready dict (a NaN value becomes None)."""
+        """The row as a JSON-ready dict (a NaN value becomes None), with its
+        ``kind``, the calibrated ``parameter`` (and why) or the input it
+        ``follows_from``."""
         d = dataclasses.asdict(self)
         for key in ("published", "simulated"):
             if isinstance(d[key], float) and not math.isfinite(d[key]):
                 d[key] = None
+        d["kind"] = self.kind
+        cal = d.pop("calibrated_by")
+        d["calibrated_by"] = {"parameter": cal[0], "why": cal[1]} if cal is not None else None
         return d
 
 
@@ -156,10 +220,17 @@ def within_row(
     abs_tol: float | None = None,
     trend_ok: bool = False,
     note: str = "",
+    calibrated_by: tuple[str, str] | None = None,
+    follows_from: str | None = None,
 ) -> Row:
     """A claim that is a number within a tolerance: the row's tolerance text
     and its :func:`verdict_within` verdict come from the same ``rel_tol`` /
-    ``abs_tol``; the simulated value is shown rounded to ``digits``."""
+    ``abs_tol``; the simulated value is shown rounded to ``digits``.
+
+    An absolute band wider than a published non-zero value is refused
+    (``ValueError``): it would let a result of the other sign, or zero, match.
+    """
+    check_band(published, abs_tol)
     return Row(
         id=rid,
         claim=claim,
@@ -168,7 +239,72 @@ def within_row(
         tolerance=tolerance_text(rel_tol, abs_tol),
         verdict=verdict_within(published, simulated, rel_tol, abs_tol, trend_ok),
         note=note,
+        calibrated_by=calibrated_by,
+        follows_from=follows_from,
     )
+
+
+def bound_row(
+    rid: str,
+    claim: str,
+    bound: float,
+    simulated: float,
+    *,
+    digits: int,
+    trend_ok: bool = False,
+    note: str = "",
+    calibrated_by: tuple[str, str] | None = None,
+    follows_from: str | None = None,
+) -> Row:
+    """A claim that is an upper bound the paper states ("differs at most by
+    1%"): ``match`` when ``simulated ≤ bound``, else ``trend`` if
+    ``trend_ok``, else ``differs``. Only for bounds the paper itself gives;
+    a measured value is checked with :func:`within_row`."""
+    ok = not math.isnan(simulated) and simulated <= bound
+    return Row(
+        id=rid,
+        claim=claim,
+        published=bound,
+        simulated=round(simulated, digits),
+        tolerance=f"≤ {bound:g}",
+        verdict="match" if ok else ("trend" if trend_ok else "differs"),
+        note=note,
+        calibrated_by=calibrated_by,
+        follows_from=follows_from,
+    )
+
+
+def check_band(published: float, abs_tol: float | None) -> None:
+    """Refuse an absolute tolerance wider than a published non-zero value
+    (``docs/reproducing.md``, Tolerances). A published zero needs an
+    absolute band, and any width is allowed for it."""
+    if abs_tol is not None and published != 0 and abs_tol >= abs(published):
+        raise ValueError(
+            f"abs_tol {abs_tol:g} is not narrower than the published value {published:g}; "
+            "use rel_tol, or an absolute band narrower than the value"
+        )
+
+
+#: The smallest relative change reported as a trend when the seeds show no
+#: noise (a deterministic model): the papers give their speedups to two
+#: significant digits (1.2, 2.1, 5.3 %), so a change under 1 % of the value is
+#: below what their figures resolve.
+TREND_FLOOR = 0.01
+
+
+def trend_margin(samples: Sequence[float], floor: float = 0.0, averaged: int = 1) -> float:
+    """The margin a trend must clear: the run-to-run noise of the compared
+    value, or ``floor`` if larger. The noise is the spread (max − min) of one
+    quantity over a few seeds (``samples``, one run each); when the compared
+    value is a mean over ``averaged`` runs, its noise is that spread over
+    √averaged (the spread of 3 runs is about 1.7 standard deviations, so this
+    is about 1.7 standard errors of the mean). A change no larger than the
+    margin is not reported as an ordering."""
+    if not samples:
+        raise ValueError("trend_margin needs at least one sample")
+    if averaged < 1:
+        raise ValueError(f"averaged must be at least 1, got {averaged}")
+    return max(floor, (max(samples) - min(samples)) / math.sqrt(averaged))
 
 
 def verdict_trend(holds: bool) -> str:
@@ -248,20 +384,45 @@ def run_reproductions(
 def rows_table(rows: Sequence[Row]) -> str:
     """The rows as an aligned plain-text table."""
     body = [
-        [r.id, r.claim, _value(r.published), _value(r.simulated), r.tolerance, r.verdict]
+        [r.id, r.claim, _value(r.published), _value(r.simulated), r.tolerance, r.verdict,
+         _kind(r)]
         for r in rows
-    ]
-    text = table(["id", "claim", "published", "simulated", "tolerance", "verdict"], body)
+    ]  # fmt: skip
+    text = table(["id", "claim", "published", "simulated", "tolerance", "verdict", "kind"], body)
     notes = [f"  {r.id}: {r.note}" for r in rows if r.note and r.verdict in ("differs", "error")]
     if notes:
         text += "\n\nnotes\n" + "\n".join(notes)
-    return text
+    return text + "\n\n" + headline(rows)
+
+
+def headline(rows: Sequence[Row]) -> str:
+    """The scorecard's tally, counting predictions only: "N predictions: a
+    match, b trend, c differ; plus k calibration points and m consistency
+    checks, listed separately." A verdict no prediction has is left out
+    (but for match); error rows, which have no kind, count as predictions: a
+    reproduction that fails predicts nothing it can show."""
+    kinds = [_kind(r) for r in rows]
+    preds = [r for r, k in zip(rows, kinds, strict=True) if k == "prediction"]
+    words = {"match": "match", "trend": "trend", "differs": "differ", "error": "error"}
+    counts = [(words[v], sum(r.verdict == v for r in preds)) for v in VERDICTS]
+    tally = ", ".join(f"{n} {w}" for w, n in counts if n or w == "match")
+    ncal = kinds.count("calibration")
+    ncon = kinds.count("consistency")
+    return (
+        f"{len(preds)} predictions: {tally}; plus {ncal} calibration "
+        f"point{'' if ncal == 1 else 's'} and {ncon} consistency "
+        f"check{'' if ncon == 1 else 's'}, listed separately."
+    )
 
 
 def scorecard_markdown(rows: Sequence[Row], title: str = "Validation scorecard") -> str:
-    """``docs/validation.md``: the rows as a Markdown table with verdict counts."""
-    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
-    tally = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    """``docs/validation.md``: the prediction rows as a Markdown table under a
+    headline that counts them only, then the calibration points (with the
+    parameter fitted to each) and the consistency checks (with what each
+    follows from) in their own sections."""
+    preds = [r for r in rows if _kind(r) == "prediction"]
+    cals = [r for r in rows if _kind(r) == "calibration"]
+    cons = [r for r in rows if _kind(r) == "consistency"]
     lines = [
         f"# {title}",
         "",
@@ -271,24 +432,72 @@ def scorecard_markdown(rows: Sequence[Row], title: str = "Validation scorecard")
         "Each row is a published result beside its simulated counterpart. Verdicts are",
         "computed: **match** within the tolerance, **trend** when the ordering or sign",
         "the paper reports holds but the magnitude does not, **differs** otherwise.",
+        "Each row's kind is computed from the reproduction's metadata: a **prediction**",
+        "is a number nothing in the model was set from; a **calibration** point is one",
+        "a model parameter was fitted to; a **consistency** check follows from an input",
+        "or by construction. Only predictions are counted.",
         "",
-        f"{len(rows)} claims: {tally or 'none'}.",
+        headline(rows),
+        "",
+        "## Predictions",
         "",
         "| id | claim | published | simulated | tolerance | verdict | note |",
         "|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        cells = [
-            r.id,
-            r.claim,
-            _value(r.published),
-            _value(r.simulated),
-            r.tolerance,
-            f"**{r.verdict}**",
-            r.note,
-        ]
-        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    for r in preds:
+        lines.append(_md_row([*_cells(r), r.note]))
+    lines += [
+        "",
+        "## Calibration points",
+        "",
+        "A model parameter was fitted to each of these published numbers (or to one",
+        "that fixes it); the row shows that the fit holds in the engine, not that the",
+        "model predicts the number.",
+        "",
+        "| id | claim | published | simulated | tolerance | verdict | parameter | note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in cals:
+        assert r.calibrated_by is not None
+        param, why = r.calibrated_by
+        lines.append(_md_row([*_cells(r), f"`{param}`: {why}", r.note]))
+    if not cals:
+        lines.append("| - | none | | | | | | |")
+    lines += [
+        "",
+        "## Consistency checks",
+        "",
+        "Each of these results follows from an input of the experiment or holds by",
+        "construction; it checks the engine's bookkeeping, not the model.",
+        "",
+        "| id | claim | published | simulated | tolerance | verdict | follows from | note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in cons:
+        lines.append(_md_row([*_cells(r), r.follows_from or "", r.note]))
+    if not cons:
+        lines.append("| - | none | | | | | | |")
     return "\n".join(lines) + "\n"
+
+
+def _cells(r: Row) -> list[str]:
+    return [
+        r.id,
+        r.claim,
+        _value(r.published),
+        _value(r.simulated),
+        r.tolerance,
+        f"**{r.verdict}**",
+    ]
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(_md(c) for c in cells) + " |"
+
+
+def _kind(r: Row) -> str:
+    """A row's kind; an error row is counted as a prediction."""
+    return "prediction" if r.verdict == "error" else r.kind
 
 
 def _check_rows(rid: str, rows: list[Row]) -> None:
@@ -297,6 +506,7 @@ def _check_rows(rid: str, rows: list[Row]) -> None:
             raise TypeError(f"{rid} returned {type(r).__name__}, expected Row")
         if r.verdict not in VERDICTS:
             raise ValueError(f"{rid}: row {r.claim!r} has verdict {r.verdict!r}")
+        r.kind  # noqa: B018  raises on malformed calibration/consistency metadata
 
 
 def _error_row(repro: Reproduction, claim: str, e: Exception) -> Row:

@@ -27,7 +27,16 @@ from __future__ import annotations
 from typing import Any
 
 from .. import api
-from .framework import Outcome, Row, reproduction, tolerance_text, verdict_trend, verdict_within
+from .framework import (
+    TREND_FLOOR,
+    Outcome,
+    Row,
+    reproduction,
+    tolerance_text,
+    trend_margin,
+    verdict_trend,
+    verdict_within,
+)
 
 PAPER = (
     "Li et al., Operating system support for overlapping-ISA heterogeneous"
@@ -37,6 +46,8 @@ SMALL_GHZ = [2.33, 2.0, 1.67, 1.33, 1.0]
 OURS = "faster-first"
 STOCK = "cfs"
 SCALE = {"full": 1.0, "quick": 0.25}
+#: Seeds over which a speedup's run-to-run noise is estimated.
+NOISE_SEEDS = (1, 2, 3)
 
 
 def machine(small_ghz: float) -> dict[str, Any]:
@@ -69,9 +80,10 @@ def benchmark(name: str, scale: float) -> dict[str, Any]:
     raise ValueError(f"unknown benchmark {name!r}")
 
 
-def run_time(name: str, scheduler: str, small_ghz: float, scale: float) -> float:
+def run_time(name: str, scheduler: str, small_ghz: float, scale: float, seed: int = 1) -> float:
     scn = {
         "name": f"li-f10-{name}",
+        "seed": seed,
         "duration_s": 1000.0,
         "scheduler": scheduler,
         "machine": machine(small_ghz),
@@ -122,8 +134,10 @@ def plot_f11(data: dict[str, dict[int, float]], path: Any) -> None:
         labels,
         {f"spread, {s}": [data[s][n] for n in range(8, 17)] for s in data},
         path,
-        title="Li et al. Fig. 11 in simulation: SPECjbb2005 thread spread",
+        title="Li et al. Fig. 11 in simulation: SPECjbb2005 thread spread "
+        "(dashed: the published maximum)",
         xlabel="warehouses (threads)",
+        reference={f"spread, {STOCK}": 0.61, f"spread, {OURS}": 0.06},
     )
 
 
@@ -138,15 +152,31 @@ def li_f10(scale: str) -> Outcome:
     rows: list[Row] = []
     data: dict[str, dict[float, float]] = {}
     for name in ["SPEC OMP", "kernbench", "x264"]:
-        speedup = {
-            ghz: run_time(name, STOCK, ghz, s) / run_time(name, OURS, ghz, s) for ghz in SMALL_GHZ
-        }
+        per_seed = [
+            {
+                ghz: run_time(name, STOCK, ghz, s, seed) / run_time(name, OURS, ghz, s, seed)
+                for ghz in SMALL_GHZ
+            }
+            for seed in NOISE_SEEDS
+        ]
+        speedup = {g: sum(p[g] for p in per_seed) / len(per_seed) for g in SMALL_GHZ}
         data[name] = speedup
-        grows = speedup[SMALL_GHZ[-1]] > speedup[SMALL_GHZ[0]] and speedup[SMALL_GHZ[-1]] > 1.0
-        note = ""
+        lo, hi = speedup[SMALL_GHZ[0]], speedup[SMALL_GHZ[-1]]
+        # A trend must clear the seeds' spread, and at least TREND_FLOOR of the value.
+        margin = max(
+            trend_margin([p[g] for p in per_seed], floor=TREND_FLOOR * speedup[g])
+            for g in SMALL_GHZ
+        )
+        grows = hi - lo > margin and hi - 1.0 > margin
+        note = (
+            f"from {lo:.4f} at {SMALL_GHZ[0]} GHz to {hi:.4f} at {SMALL_GHZ[-1]} GHz: "
+            f"{'+' if hi >= lo else ''}{hi - lo:.4f} against a margin of {margin:.4f} "
+            f"(seed spread over seeds {', '.join(map(str, NOISE_SEEDS))}, at least "
+            f"{TREND_FLOOR:.0%} of the value)"
+        )
         if not grows and name == "kernbench":
-            note = (
-                "the model keeps all 8 cores busy for the whole build (32 jobs, 5% I/O), so "
+            note += (
+                "; the model keeps all 8 cores busy for the whole build (32 jobs, 5% I/O), so "
                 "where threads run changes little; a real kernel build also has sequential "
                 "stages (directory recursion, final links) in which faster-first puts the one "
                 "running job on a big core — the model lacks them"
@@ -154,10 +184,11 @@ def li_f10(scale: str) -> Outcome:
         rows.append(
             Row(
                 id="li-f10",
-                claim=f"{name}: speedup over stock Linux grows as small cores slow 2.33 → 1 GHz",
+                claim=f"{name}: speedup over stock Linux grows as small cores slow 2.33 → 1 GHz "
+                "(by more than the margin, to above 1)",
                 published="grows",
                 simulated=" → ".join(f"{speedup[g]:.3f}" for g in SMALL_GHZ),
-                tolerance="trend",
+                tolerance="trend above noise",
                 verdict=verdict_trend(grows),
                 note=note,
             )
@@ -180,6 +211,11 @@ def li_f10(scale: str) -> Outcome:
             verdict=verdict_within(1.0, 1.0 + worst, abs_tol=0.03),
             note="ratio to stock per small-core frequency: "
             + ", ".join(f"{g} GHz {v:.3f}" for g, v in gains.items()),
+            follows_from=(
+                "construction: 8-16 CPU-bound threads that never block keep all 8 cores busy "
+                "under any work-conserving scheduler, so the work done per second is the "
+                "machine's capacity whoever runs where"
+            ),
         )
     )
     return Outcome(rows=rows, data=data)
@@ -199,7 +235,9 @@ def li_f11(scale: str) -> Outcome:
     stock_max = max(spreads[STOCK].values())
     ours_max = max(spreads[OURS].values())
     stock_note = ""
-    if abs(stock_max - 0.61) > 0.05:
+    # The explanation is for a spread larger than published (threads that stay
+    # on one cluster); it is not offered for a smaller one.
+    if stock_max > 0.61 + 0.05:
         ratio = 3.4
         worst = max(spreads[STOCK], key=lambda n: spreads[STOCK][n])
         stock_note = (

@@ -44,7 +44,15 @@ from typing import Any
 
 from .. import api
 from ..policy import Agent
-from .framework import Outcome, Row, reproduction, tolerance_text, verdict_trend, verdict_within
+from .framework import (
+    Outcome,
+    Row,
+    reproduction,
+    tolerance_text,
+    trend_margin,
+    verdict_trend,
+    verdict_within,
+)
 
 PAPER = (
     "Li et al., Operating system support for overlapping-ISA heterogeneous"
@@ -60,12 +68,20 @@ FFMPEG_GAIN = 0.06  # "SSE4.1 brings at most a 6% speedup"
 FFMPEG_SSE_SPEEDUP = 8.0  # assumed: its SSE4.1 bursts replace 8× slower plain code
 FFMPEG_PLAIN_MS = 100.0
 WORK_MS = {"full": 4000.0, "quick": 800.0}  # plain-build work on a big core
+TICK_HZ = 250
+#: Seeds over which FFmpeg's run-to-run noise (its irregular SSE4.1 uses) is
+#: estimated; an ordering in T must clear that noise.
+NOISE_SEEDS = (1, 2, 3)
+#: Figure 8's text: overhead at T = 8 ("zero" for Conv3D and Mandelbrot).
+LI_F8_PUBLISHED_T8 = {"Conv3D": 0.0, "Mandelbrot": 0.0, "FFmpeg": 0.053}
+#: "Nearly constant" fault rate: the T = 8 rate within this of the T = 1 rate.
+FFMPEG_RATE_REL_TOL = 0.15
 
 
 def machine(small_rating: float) -> dict[str, Any]:
     """4 big cores without SSE4.1 and 4 small ones with it, separate caches."""
     return {
-        "tick_hz": 250,
+        "tick_hz": TICK_HZ,
         "types": {
             "big": {"capacity": 1024, "pstates": [{"mhz": 2930, "volt": 1.2}]},
             "small": {
@@ -118,12 +134,13 @@ def program(name: str, sse: bool, work_ms: float) -> dict[str, Any]:
 
 
 def run_one(name: str, sse: bool, small_rating: float, scheduler: str, work_ms: float,
-            affinity: list[int] | None = None) -> dict[str, float]:  # fmt: skip
+            affinity: list[int] | None = None, seed: int = 1) -> dict[str, float]:  # fmt: skip
     prog = program(name, sse, work_ms)
     if affinity is not None:
         prog["affinity"] = affinity
     scn = {
         "name": f"li-{name}",
+        "seed": seed,
         "duration_s": 1000.0,
         "scheduler": scheduler,
         "machine": machine(small_rating),
@@ -139,13 +156,33 @@ def run_one(name: str, sse: bool, small_rating: float, scheduler: str, work_ms: 
     }
 
 
-def fam_series(name: str, small_rating: float, work_ms: float) -> dict[int, dict[str, float]]:
+def fam_series(
+    name: str, small_rating: float, work_ms: float, seed: int = 1
+) -> dict[int, dict[str, float]]:
     """The SSE4.1 build under fault-and-migrate for each T, with the paper's
     scheduler: faster-first + A-DWRR (a lone thread starts on a big core)."""
     return {
-        t: run_one(name, True, small_rating, f"faster-first[fam=true, fam_ticks={t}]", work_ms)
+        t: run_one(
+            name, True, small_rating, f"faster-first[fam=true, fam_ticks={t}]", work_ms, seed=seed
+        )
         for t in TS
     }
+
+
+def falls_beyond_noise(per_seed: list[dict[int, float]]) -> tuple[bool, dict[int, float], float]:
+    """Whether a quantity falls with T by more than its run-to-run noise at every
+    step: (holds, mean per T, noise). The noise is the largest spread over seeds
+    of any T's value (:func:`trend_margin`)."""
+    mean = {t: sum(s[t] for s in per_seed) / len(per_seed) for t in TS}
+    noise = max(trend_margin([s[t] for s in per_seed]) for t in TS)
+    holds = all(mean[a] - mean[b] > noise for a, b in itertools.pairwise(TS))
+    return holds, mean, noise
+
+
+def _seeded(name: str) -> bool:
+    """Whether the model program has random parts (FFmpeg's irregular SSE4.1
+    uses); the others are deterministic and one seed is their noise."""
+    return name not in PUBLISHED_SPEEDUP
 
 
 def plot_f7(data: dict[str, Any], path: Any) -> None:
@@ -156,10 +193,14 @@ def plot_f7(data: dict[str, Any], path: Any) -> None:
         labels,
         {
             "speedup over plain build": [data[n]["speedup"][t] for n in data for t in TS],
+            "published speedup": [PUBLISHED_SPEEDUP.get(n, float("nan")) for n in data for t in TS],
             "faults per second": [data[n]["faults_per_s"][t] for n in data for t in TS],
+            "published faults per second": [
+                TICK_HZ / t if n in PUBLISHED_SPEEDUP else float("nan") for n in data for t in TS
+            ],
         },
         path,
-        title="Li et al. Fig. 7 in simulation: fault-and-migrate, T = 1, 2, 4, 8 ticks",
+        title="Li et al. Fig. 7: simulated and published (text) values, T = 1, 2, 4, 8",
     )
 
 
@@ -169,7 +210,12 @@ def plot_f8(data: dict[str, Any], path: Any) -> None:
     labels = [f"{name} T={t}" for name in data for t in TS]
     bars(
         labels,
-        {"slowdown over pinned (%)": [100 * data[n][t] for n in data for t in TS]},
+        {
+            "slowdown over pinned (%)": [100 * data[n][t] for n in data for t in TS],
+            "published at T=8 (%)": [
+                100 * LI_F8_PUBLISHED_T8[n] if t == 8 else float("nan") for n in data for t in TS
+            ],
+        },
         path,
         title="Li et al. Fig. 8 in simulation: fault-and-migrate overhead, "
         "no performance asymmetry",
@@ -194,6 +240,7 @@ def li_f7(scale: str) -> Outcome:
             "speedup": speedup,
             "faults_per_s": {t: r["faults_per_s"] for t, r in series.items()},
         }
+        rates = {t: series[t]["faults_per_s"] for t in TS}
         if name in PUBLISHED_SPEEDUP:
             pub = PUBLISHED_SPEEDUP[name]
             for t in TS[1:]:
@@ -205,25 +252,42 @@ def li_f7(scale: str) -> Outcome:
                         simulated=round(speedup[t], 3),
                         tolerance=tolerance_text(rel_tol=0.10),
                         verdict=verdict_within(pub, speedup[t], rel_tol=0.10),
-                        note=f"k calibrated on T=1 (simulated {speedup[1]:.3f}); "
-                        "T>1 are predictions (run time flat in T)",
+                        note=f"T=1: {speedup[1]:.3f}",
+                        calibrated_by=(
+                            f"k, the SSE4.1 kernel's speedup ({sse_factor(name):.3f})",
+                            f"fitted to the published T=1 speedup {pub:g}; the thread lives on "
+                            "the small cores at every T (it faults as soon as it returns), so "
+                            "the same number comes back for T>1",
+                        ),
                     )
                 )
-            f1 = series[1]["faults_per_s"]
-            rows.append(
-                Row(
-                    id="li-f7",
-                    claim=f"{name}: fault rate at T=1 (once per 4 ms tick)",
-                    published=250.0,
-                    simulated=round(f1, 1),
-                    tolerance=tolerance_text(rel_tol=0.10),
-                    verdict=verdict_within(250.0, f1, rel_tol=0.10),
+            for t in TS:
+                expected = TICK_HZ / t
+                rows.append(
+                    Row(
+                        id="li-f7",
+                        claim=f"{name}: fault rate at T={t} (once per T ticks of 4 ms), /s",
+                        published=expected,
+                        simulated=round(rates[t], 1),
+                        tolerance=tolerance_text(rel_tol=0.10),
+                        verdict=verdict_within(expected, rates[t], rel_tol=0.10),
+                        follows_from=(
+                            f"the {TICK_HZ} Hz tick and T: the paper's own account is one fault "
+                            "per T ticks (the thread faults again as soon as it is back), and "
+                            "the model program uses SSE4.1 all the time"
+                        ),
+                    )
                 )
-            )
         else:
-            ordered = all(speedup[a] > speedup[b] for a, b in itertools.pairwise(TS))
             ideal = run_one(name, True, 1.0, "cfs", work, affinity=[4])["time_s"]
-            rates = {t: series[t]["faults_per_s"] for t in TS}
+            per_seed = [speedup]
+            rate_seeds = [rates]
+            for seed in NOISE_SEEDS[1:]:
+                other = fam_series(name, SMALL_RATING, work, seed)
+                b = run_one(name, False, SMALL_RATING, "cfs", work, affinity=[0], seed=seed)
+                per_seed.append({t: b["time_s"] / r["time_s"] for t, r in other.items()})
+                rate_seeds.append({t: r["faults_per_s"] for t, r in other.items()})
+            ordered, mean_sp, noise = falls_beyond_noise(per_seed)
             why = ""
             if not ordered and rates[1] > 1.5 * rates[2]:
                 why = (
@@ -236,13 +300,35 @@ def li_f7(scale: str) -> Outcome:
             rows.append(
                 Row(
                     id="li-f7",
-                    claim="FFmpeg: gets slower as T grows (speedup falls with T)",
+                    claim="FFmpeg: gets slower as T grows (speedup falls with T by more than "
+                    "the run-to-run noise)",
                     published="falls",
-                    simulated=" > ".join(f"{speedup[t]:.3f}" for t in TS),
-                    tolerance="trend",
+                    simulated=" > ".join(f"{mean_sp[t]:.3f}" for t in TS),
+                    tolerance=f"trend, steps > noise {noise:.3f}",
                     verdict=verdict_trend(ordered),
-                    note=f"SSE4.1 gain on an ideal core {base / ideal - 1:+.1%} (calibrated to 6%)"
+                    note=f"mean of seeds {', '.join(map(str, NOISE_SEEDS))}; SSE4.1 gain on an "
+                    f"ideal core {base / ideal - 1:+.1%} (calibrated to 6%)" + why,
+                )
+            )
+            mean_rate = {t: sum(r[t] for r in rate_seeds) / len(rate_seeds) for t in TS}
+            ratio = mean_rate[8] / mean_rate[1]
+            rows.append(
+                Row(
+                    id="li-f7",
+                    claim="FFmpeg: fault rate nearly constant in T, rate at T=8 / rate at T=1",
+                    published=1.0,
+                    simulated=round(ratio, 3),
+                    tolerance=tolerance_text(rel_tol=FFMPEG_RATE_REL_TOL),
+                    verdict=verdict_within(1.0, ratio, rel_tol=FFMPEG_RATE_REL_TOL),
+                    note="mean fault rate per T (/s): "
+                    + ", ".join(f"T={t} {mean_rate[t]:.1f}" for t in TS)
                     + why,
+                    calibrated_by=(
+                        f"FFmpeg's SSE4.1 spacing ({FFMPEG_PLAIN_MS:g} ms of plain work "
+                        "between uses)",
+                        "chosen much longer than the largest T (32 ms) because the paper "
+                        "reports this nearly constant rate",
+                    ),
                 )
             )
     return Outcome(rows=rows, data=data)
@@ -258,17 +344,16 @@ def li_f8(scale: str) -> Outcome:
     work = WORK_MS[scale]
     rows: list[Row] = []
     data: dict[str, Any] = {}
-    published_t8 = {"Conv3D": 0.0, "Mandelbrot": 0.0, "FFmpeg": 0.053}
-    for name, pub in published_t8.items():
-        # Every core as fast as a big core; only the small ones have SSE4.1.
-        pinned = run_one(name, True, 1.0, "cfs", work, affinity=[4])["time_s"]
-        series = fam_series(name, 1.0, work)
-        overhead = {t: r["time_s"] / pinned - 1 for t, r in series.items()}
+    for name, pub in LI_F8_PUBLISHED_T8.items():
+        per_seed = []
+        for seed in NOISE_SEEDS if _seeded(name) else NOISE_SEEDS[:1]:
+            # Every core as fast as a big core; only the small ones have SSE4.1.
+            pinned = run_one(name, True, 1.0, "cfs", work, affinity=[4], seed=seed)["time_s"]
+            series = fam_series(name, 1.0, work, seed)
+            per_seed.append({t: r["time_s"] / pinned - 1 for t, r in series.items()})
+        falls, overhead, noise = falls_beyond_noise(per_seed)
         data[name] = overhead
-        falls = (
-            all(overhead[a] >= overhead[b] for a, b in itertools.pairwise(TS))
-            and overhead[1] > overhead[8]
-        )
+        seeds_note = f" (mean of {len(per_seed)} seeds)" if len(per_seed) > 1 else ""
         rows.append(
             Row(
                 id="li-f8",
@@ -277,17 +362,27 @@ def li_f8(scale: str) -> Outcome:
                 simulated=round(overhead[8], 4),
                 tolerance=tolerance_text(abs_tol=0.02),
                 verdict=verdict_within(pub, overhead[8], abs_tol=0.02, trend_ok=falls),
-                note="overheads T=1,2,4,8: " + ", ".join(f"{overhead[t]:.2%}" for t in TS),
+                note="overheads T=1,2,4,8: "
+                + ", ".join(f"{overhead[t]:.2%}" for t in TS)
+                + seeds_note,
             )
         )
         rows.append(
             Row(
                 id="li-f8",
-                claim=f"{name}: overhead falls as T grows",
+                claim=f"{name}: overhead falls as T grows (each step by more than the "
+                "run-to-run noise)",
                 published="falls",
-                simulated=" ≥ ".join(f"{overhead[t]:.2%}" for t in TS),
-                tolerance="trend",
+                simulated=" > ".join(f"{overhead[t]:.2%}" for t in TS),
+                tolerance=f"trend, steps > noise {noise:.2%}",
                 verdict=verdict_trend(falls),
+                note=(
+                    ""
+                    if falls
+                    else "the paper: the number of migrations decreases slightly, but still "
+                    "enough to lower the overhead at every T; here it does not fall at every step"
+                )
+                + seeds_note,
             )
         )
     return Outcome(rows=rows, data=data)
@@ -344,8 +439,17 @@ def li_mig(scale: str) -> list[Row]:
     for claim, ws, shared, pub in cases:
         sim = refill_cost_us(ws, shared)
         verdict = verdict_within(pub, sim, rel_tol=0.15, trend_ok=False)
-        note = "prediction; the model is calibrated on the 4 MB measurements (1.8 ms and 4.1 µs)"
-        if verdict == "differs" and not shared:
+        note = "the model is calibrated on the 4 MB measurements (1.8 ms and 4.1 µs)"
+        calibrated_by = None
+        if shared:
+            note = ""
+            calibrated_by = (
+                "llc_line_ns (8.0 ns per line)",
+                "fitted to the 4 MB shared-L2 cost (4.1 µs); within a shared L2 only the "
+                "32 KiB L1 is refilled whatever the working set above 32 KiB, so the 512 KB "
+                "row returns the 4 MB value",
+            )
+        if verdict == "differs" and not shared and sim < pub:
             note += (
                 "; a lines × latency model scales the 4 MB cost linearly (1.8 ms × 1/8 = 225 µs), "
                 "while the measured 512 KB cost is 2.2× that: the real cost has a large part "
@@ -361,6 +465,7 @@ def li_mig(scale: str) -> list[Row]:
                 tolerance=tolerance_text(rel_tol=0.15),
                 verdict=verdict,
                 note=note,
+                calibrated_by=calibrated_by,
             )
         )
     return rows
