@@ -507,7 +507,8 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
     if inconsistent:
         warnings.append(
             f"{inconsistent} sched_switch event(s) switched out a task that was not the one "
-            "running on that CPU (events missing); their run intervals were left out"
+            "running on that CPU (events missing, or a trace trimmed to some tasks); the run "
+            "intervals of the tasks switched out there were left out"
         )
     if lost:
         warnings.append(
@@ -708,7 +709,8 @@ def import_trace(path: str | Path, out: str | Path) -> KernelTraceData:
     doc = {"trace": data.events, "labels": data.labels()}
     (d / "trace.json").write_text(_core.chrome_trace(json.dumps(doc)), encoding="utf-8")
     summary = task_summary(data.events, tasks=range(len(data.tasks)))
-    info = pd.DataFrame(data.tasks)
+    info = pd.DataFrame(data.tasks, columns=["pid", "comm", "parent"])
+    info["parent"] = info["parent"].astype("Int64")
     info.insert(0, "task", range(len(data.tasks)))
     tasks_table = info.merge(summary, on="task")
     tasks_table = tasks_table.rename(columns={"cpu_s": "run_s", "comm": "program"})
@@ -936,3 +938,44 @@ def threading_main() -> bool:
 
 def _raise_stopped(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+
+
+# -- command line -------------------------------------------------------------------
+
+
+def register(sub: Any) -> None:
+    """Add ``trace`` and ``trace import`` to the top-level subparsers ``sub``."""
+    import sys
+
+    tr = sub.add_parser("trace", help="the kernel's own scheduler trace")
+    tsub = tr.add_subparsers(title="trace commands", metavar="WHAT")
+    tr.set_defaults(handler=lambda a: (tr.print_help(sys.stderr), 2)[1])
+    im = tsub.add_parser(
+        "import",
+        help="convert tracefs or trace-cmd report text into hetsched trace events and tables",
+    )
+    im.add_argument("file", type=Path, help="tracefs 'trace' text or 'trace-cmd report' output")
+    im.add_argument(
+        "--out", type=Path, metavar="DIR", help="results folder (default: FILE's name + .import)"
+    )
+    im.set_defaults(handler=_cmd_import)
+
+
+def _cmd_import(args: Any) -> int:
+    import sys
+
+    out = args.out if args.out is not None else args.file.with_name(args.file.name + ".import")
+    try:
+        data = import_trace(args.file, out)
+    except TraceError as e:
+        print(f"hetsched: error: {e}", file=sys.stderr)
+        return 1
+    n_run = sum(1 for e in data.events if e["type"] == "run")
+    print(
+        f"{data.source}: {data.format} text, {data.ncpus} CPUs, {len(data.tasks)} tasks, "
+        f"{n_run} run intervals over {data.end_ns / 1e9:.3f} s"
+    )
+    for w in data.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"written to {out}/", file=sys.stderr)
+    return 0
