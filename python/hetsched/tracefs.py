@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import lzma
 import os
 import re
 import signal
@@ -175,11 +176,14 @@ class ParsedTrace:
 
 
 def read_trace(path: str | Path) -> str:
-    """The text of a trace file (``.gz`` read transparently)."""
+    """The text of a trace file (``.gz`` and ``.xz`` read transparently)."""
     p = Path(path)
     try:
         if p.suffix == ".gz":
             with gzip.open(p, "rt", encoding="utf-8", errors="replace") as f:
+                return f.read()
+        if p.suffix == ".xz":
+            with lzma.open(p, "rt", encoding="utf-8", errors="replace") as f:
                 return f.read()
         return p.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
@@ -421,6 +425,7 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
     state: dict[int, str] = {}  # pid -> running | runnable | blocked | dead
     last_cpu: dict[int, int] = {}
     kmig: list[dict[str, Any]] = []
+    exiting: dict[int, int] = {}  # pid -> time of its sched_process_exit
     lost: list[dict[str, Any]] = []
     inconsistent = 0
     for e in parsed.events:
@@ -458,6 +463,7 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
                     if state.get(prev) != "dead":
                         out.append({"type": "exit", "t_ns": t, "task": pi})
                     state[prev] = "dead"
+                    exiting.pop(prev, None)
                 else:
                     out.append(
                         {"type": "block", "t_ns": t, "task": pi, "reason": _block_reason(ps)}
@@ -481,10 +487,7 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
             if new or state.get(pid) in (None, "blocked"):
                 cpu = f["target_cpu"] if f["target_cpu"] is not None else e.cpu
                 ncpus = max(ncpus, cpu + 1)
-                ev = {"type": "wake", "t_ns": t, "task": i, "cpu": cpu}
-                if new:
-                    ev["new"] = True
-                out.append(ev)
+                out.append({"type": "wake", "t_ns": t, "task": i, "cpu": cpu, "new": new})
                 state[pid] = "runnable"
         elif e.name == "sched_migrate_task":
             i = task(f["pid"], f["comm"])
@@ -494,11 +497,15 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
             c = task(f["child_pid"], f["child_comm"])
             tasks[c]["parent"] = f["pid"]
         elif e.name == "sched_process_exit":
+            # The task still runs until its last sched_switch (prev_state X
+            # or Z), which is when its exit event is given; this time serves
+            # only if the trace ends before that switch.
             pid = f["pid"]
-            i = task(pid, f["comm"])
+            task(pid, f["comm"])
             if state.get(pid) != "dead":
-                out.append({"type": "exit", "t_ns": t, "task": i})
-                state[pid] = "dead"
+                exiting[pid] = t
+    for pid, t in exiting.items():
+        out.append({"type": "exit", "t_ns": t, "task": index[pid]})
     for cpu, (pid, start) in sorted(running.items()):
         if end > start:
             out.append(
@@ -532,7 +539,7 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
 
 
 def load(path: str | Path) -> KernelTraceData:
-    """Read and convert a trace file (``.gz`` allowed)."""
+    """Read and convert a trace file (``.gz`` and ``.xz`` allowed)."""
     return convert(parse(read_trace(path), str(path)))
 
 
