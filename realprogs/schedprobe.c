@@ -1,10 +1,10 @@
 /* schedprobe: small workloads for checking the simulator against the real
  * kernel's scheduler, event by event (hetsched linux validate-sim --suite).
  *
- *   schedprobe [-s SLICE_US] spin SECONDS
- *   schedprobe [-s SLICE_US] periodic RUN_US PERIOD_US SECONDS
- *   schedprobe [-s SLICE_US] sleeper RUN_US SLEEP_US SECONDS
- *   schedprobe [-s SLICE_US] churn CHILD_RUN_US SECONDS
+ *   schedprobe [-t START] [-s SLICE_US] spin SECONDS
+ *   schedprobe [-t START] [-s SLICE_US] periodic RUN_US PERIOD_US SECONDS
+ *   schedprobe [-t START] [-s SLICE_US] sleeper RUN_US SLEEP_US SECONDS
+ *   schedprobe [-t START] [-s SLICE_US] churn CHILD_RUN_US SECONDS
  *
  * spin:     compute until SECONDS of wall time have passed.
  * periodic: every PERIOD_US (absolute release times), compute RUN_US of CPU
@@ -15,6 +15,10 @@
  *
  * RUN_US is CPU time (CLOCK_THREAD_CPUTIME_ID), so time spent preempted does
  * not count as work, as a job's work in the simulator.
+ *
+ * -t START waits until CLOCK_MONOTONIC reaches START (seconds) before it
+ * begins, so that a harness can launch several programs and have them all
+ * start at one moment.
  *
  * -s SLICE_US asks for a custom slice: sched_setattr(2) with SCHED_OTHER and
  * sched_runtime = SLICE_US * 1000 ns (EEVDF's per-task slice, Linux 6.6+).
@@ -97,25 +101,41 @@ static void add_us(struct timespec *t, uint64_t us) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: schedprobe [-s SLICE_US] spin SECONDS\n"
-            "       schedprobe [-s SLICE_US] periodic RUN_US PERIOD_US SECONDS\n"
-            "       schedprobe [-s SLICE_US] sleeper RUN_US SLEEP_US SECONDS\n"
-            "       schedprobe [-s SLICE_US] churn CHILD_RUN_US SECONDS\n");
+            "usage: schedprobe [-t START] [-s SLICE_US] spin SECONDS\n"
+            "       schedprobe [-t START] [-s SLICE_US] periodic RUN_US PERIOD_US SECONDS\n"
+            "       schedprobe [-t START] [-s SLICE_US] sleeper RUN_US SLEEP_US SECONDS\n"
+            "       schedprobe [-t START] [-s SLICE_US] churn CHILD_RUN_US SECONDS\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     int a = 1;
     uint64_t slice_us = 0;
-    if (a < argc && strcmp(argv[a], "-s") == 0) {
-        if (a + 1 >= argc) usage();
-        slice_us = hs_arg_u64("schedprobe", "SLICE_US", argv[a + 1], 100, 100000);
+    double start = 0.0;
+    while (a + 1 < argc && argv[a][0] == '-' && argv[a][1] != '\0' && argv[a][2] == '\0') {
+        if (argv[a][1] == 's') {
+            slice_us = hs_arg_u64("schedprobe", "SLICE_US", argv[a + 1], 100, 100000);
+        } else if (argv[a][1] == 't') {
+            char *end = NULL;
+            start = strtod(argv[a + 1], &end);
+            if (end == argv[a + 1] || *end != '\0' || !(start >= 0.0)) {
+                fprintf(stderr, "schedprobe: START must be seconds of CLOCK_MONOTONIC, got \"%s\"\n",
+                        argv[a + 1]);
+                return 2;
+            }
+        } else {
+            usage();
+        }
         a += 2;
     }
     if (a >= argc) usage();
     const char *mode = argv[a++];
     int nargs = argc - a;
     if (slice_us && set_slice(slice_us) != 0) return 1;
+    if (start > 0.0) {
+        struct timespec t0 = {(time_t)start, (long)((start - (double)(time_t)start) * 1e9)};
+        sleep_until(&t0);
+    }
 
     double wall0 = hs_now(CLOCK_MONOTONIC);
     double cpu0 = hs_now(CLOCK_PROCESS_CPUTIME_ID);

@@ -115,7 +115,10 @@ def trace_cmd_text() -> str:
         elif name in ("wakeup", "wakeup_new"):
             body = f"sched_{name}:         {f[0]}:{f[1]} [120] CPU:{f[2]:03d}"
         elif name == "fork":
-            body = f"sched_process_fork:   comm={f[0]} pid={f[1]} child_comm={f[2]} child_pid={f[3]}"
+            body = (
+                f"sched_process_fork:   comm={f[0]} pid={f[1]} "
+                f"child_comm={f[2]} child_pid={f[3]}"
+            )
         else:
             body = f"sched_process_exit:   comm={f[0]} pid={f[1]} prio=120"
         lines.append(f"{comm:>16}-{pid:<5} [{cpu:03d}] {ts}: {body}")
@@ -134,7 +137,14 @@ def test_conversion_and_tables_match_the_hand_worked_values() -> None:
     assert data.t0_ns == 100 * 1_000_000_000 and data.end_ns == 6 * MS
     runs = tracefs.run_intervals(data.events)
     got = sorted(
-        zip(runs["task"], runs["cpu"], runs["start_ns"] / MS, runs["end_ns"] / MS, runs["end"])
+        zip(
+            runs["task"],
+            runs["cpu"],
+            runs["start_ns"] / MS,
+            runs["end_ns"] / MS,
+            runs["end"],
+            strict=True,
+        )
     )
     assert got == [
         (0, 0, 0.0, 1.5, "preempt"),
@@ -147,7 +157,7 @@ def test_conversion_and_tables_match_the_hand_worked_values() -> None:
     assert blocks[(1, int(3.7 * MS))] == "io"
     assert blocks[(1, 2 * MS)] == "sleep"
     wk = tracefs.wakeups(data.events)
-    assert list(zip(wk["task"], wk["latency_ms"].round(6), wk["new"], wk["cpu"])) == [
+    assert list(zip(wk["task"], wk["latency_ms"].round(6), wk["new"], wk["cpu"], strict=True)) == [
         (1, 0.5, False, 0),
         (1, 0.2, False, 1),
         (2, 0.3, True, 1),
@@ -218,7 +228,7 @@ def test_lost_events_drop_the_open_interval_and_warn() -> None:
     runs = tracefs.run_intervals(d.events)
     # Web's interval from 1.5 ms is not known to end anywhere: left out; spin's
     # last interval counts from the moment cpu0's events resume.
-    assert (1, 0) not in set(zip(runs["task"], runs["cpu"]))
+    assert (1, 0) not in set(zip(runs["task"], runs["cpu"], strict=True))
 
 
 def test_buffer_started_marker_is_read_as_lost_events() -> None:
@@ -293,7 +303,7 @@ def test_tables_read_a_simulated_run_the_same_way() -> None:
 
 
 def _fake_tracefs(root: Path) -> None:
-    (root / "tracing_on").write_text("0\n")
+    (root / "tracing_on").write_text("1\n")
     (root / "set_event").write_text("irq:irq_handler_entry\nirq:irq_handler_exit\n")
     (root / "current_tracer").write_text("nop\n")
     (root / "buffer_size_kb").write_text("7 (expanded: 1408)\n")
@@ -307,16 +317,24 @@ def _fake_tracefs(root: Path) -> None:
 def test_recorder_sets_up_and_restores_even_on_error(tmp_path: Path) -> None:
     _fake_tracefs(tmp_path)
     kt = tracefs.KernelTrace(root=tmp_path, instance=None, buffer_kb=4096)
-    with pytest.raises(RuntimeError), kt:
-        assert (tmp_path / "tracing_on").read_text() == "1"
-        assert (tmp_path / "buffer_size_kb").read_text() == "4096"
-        assert (tmp_path / "set_event").read_text() == ""
-        for ev in tracefs.EVENTS:
-            assert (tmp_path / "events" / "sched" / ev / "enable").read_text() == "1"
-        (tmp_path / "trace").write_text(tracefs_text())
-        raise RuntimeError("the experiment failed")
+    seen: dict[str, str] = {}
+
+    def experiment() -> None:
+        with kt:
+            for name in ("tracing_on", "buffer_size_kb", "set_event"):
+                seen[name] = (tmp_path / name).read_text()
+            for ev in tracefs.EVENTS:
+                seen[ev] = (tmp_path / "events" / "sched" / ev / "enable").read_text()
+            (tmp_path / "trace").write_text(tracefs_text())
+            raise RuntimeError("the experiment failed")
+
+    with pytest.raises(RuntimeError):
+        experiment()
+    assert seen.pop("tracing_on") == "1" and seen.pop("buffer_size_kb") == "4096"
+    assert seen.pop("set_event") == ""
+    assert seen == dict.fromkeys(tracefs.EVENTS, "1")
     assert kt.text == tracefs_text()
-    assert (tmp_path / "tracing_on").read_text() == "0\n"
+    assert (tmp_path / "tracing_on").read_text() == "1"
     assert (tmp_path / "buffer_size_kb").read_text() == "1408"
     assert (tmp_path / "set_event").read_text() == "irq:irq_handler_entry\nirq:irq_handler_exit\n"
 
@@ -333,7 +351,7 @@ def test_recorder_refuses_a_kernel_without_the_events(tmp_path: Path) -> None:
     (tmp_path / "events" / "sched" / "sched_wakeup_new" / "enable").unlink()
     with pytest.raises(tracefs.TraceError, match="sched_wakeup_new"):
         tracefs.KernelTrace(root=tmp_path, instance=None).__enter__()
-    assert (tmp_path / "tracing_on").read_text() == "0\n"
+    assert (tmp_path / "tracing_on").read_text() == "1\n"
 
 
 def _can_trace() -> str | None:
@@ -384,7 +402,8 @@ def test_trace_import_command_reports_a_bad_line(
     src.write_text(tracefs_text() + "oops\n")
     assert main(["trace", "import", str(src)]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("hetsched: error: ") and f"bad.txt:{len(src.read_text().splitlines())}:" in err
+    n = len(src.read_text().splitlines())
+    assert err.startswith("hetsched: error: ") and f"bad.txt:{n}:" in err
     assert "\n" not in err
 
 

@@ -782,8 +782,10 @@ class KernelTrace:
     buffer to ``buffer_kb``, clear it and start tracing. On exit, even on an
     error, Ctrl-C or SIGTERM: stop, read the trace into :attr:`text`, and put
     back what was there before (``tracing_on``, the enabled events, the buffer
-    size, the tracer). ``root`` overrides where tracefs is (a directory with
-    the same files, for tests). Without root it refuses with one line."""
+    size, the tracer, the trace clock). ``clock`` selects a trace clock
+    (``mono`` gives timestamps on ``CLOCK_MONOTONIC``, as ``time.monotonic()``).
+    ``root`` overrides where tracefs is (a directory with the same files, for
+    tests). Without root it refuses with one line."""
 
     def __init__(
         self,
@@ -791,10 +793,12 @@ class KernelTrace:
         buffer_kb: int = 16384,
         instance: str | None = "auto",
         root: str | Path | None = None,
+        clock: str | None = None,
     ) -> None:
         if buffer_kb < 64:
             raise TraceError(f"buffer_kb: {buffer_kb} is too small; allowed: 64 or more")
         self.buffer_kb = buffer_kb
+        self.clock = clock
         self.instance = f"hetsched-{os.getpid()}" if instance == "auto" else instance
         self.root = Path(root) if root is not None else None
         self.text = ""
@@ -867,6 +871,9 @@ class KernelTrace:
                 ln.strip() for ln in self._read("set_event").splitlines() if ln.strip()
             ]
             self._saved["current_tracer"] = self._read("current_tracer").strip()
+            cm = re.search(r"\[(\S+)\]", self._read("trace_clock")) if self.clock else None
+            if cm:
+                self._saved["trace_clock"] = cm.group(1)
         size = self._read("buffer_size_kb").strip()
         m = re.search(r"expanded:\s*(\d+)", size) or re.match(r"(\d+)", size)
         self._saved["buffer_size_kb"] = m.group(1) if m else None
@@ -879,6 +886,14 @@ class KernelTrace:
         self._write("tracing_on", "0")
         if self.instance is None and self._saved["current_tracer"] != "nop":
             self._write("current_tracer", "nop")
+        if self.clock is not None:
+            offered = self._read("trace_clock").replace("[", " ").replace("]", " ").split()
+            if self.clock not in offered:
+                raise TraceError(
+                    f"trace clock {self.clock!r} is not offered by this kernel; "
+                    f"allowed: {', '.join(offered)}"
+                )
+            self._write("trace_clock", self.clock)
         self._write("set_event", "")  # every event off
         for ev in EVENTS:
             self._write(f"events/sched/{ev}/enable", "1")
@@ -925,6 +940,8 @@ class KernelTrace:
                 attempt(
                     "current_tracer", lambda: self._write("current_tracer", s["current_tracer"])
                 )
+            if s.get("trace_clock"):
+                attempt("trace_clock", lambda: self._write("trace_clock", s["trace_clock"]))
             if "tracing_on" in s:
                 attempt("tracing_on", lambda: self._write("tracing_on", s["tracing_on"]))
         self._dir = None
