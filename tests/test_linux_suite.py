@@ -174,3 +174,28 @@ def test_live_periodic_experiment_runs_both_ways() -> None:
 def test_unknown_experiment_is_refused() -> None:
     with pytest.raises(suite.LinuxError, match="unknown experiment"):
         suite.run_suite(only=["nope"], recorded=Path("/nonexistent"))
+
+
+def test_live_suite_refuses_without_root_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert main(["linux", "validate-sim", "--suite", "eevdf", "--only", "nice-pair"]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("hetsched: error: ") and "needs root" in last
+
+
+def test_a_bad_recorded_trace_is_one_error_naming_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad.trace").write_text("# tracer: nop\nnot an event\n")
+    manifest = {
+        "experiments": {
+            "nice-pair": [{"file": "bad.trace", "pids": {"nice0": 1, "nice5": 2}, "start_s": 1.0}]
+        }
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    argv = ["linux", "validate-sim", "--suite", "eevdf", "--only", "nice-pair"]
+    assert main([*argv, "--recorded", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("hetsched: error: ") and "nice-pair#1:2: not a trace line" in err

@@ -116,8 +116,7 @@ def trace_cmd_text() -> str:
             body = f"sched_{name}:         {f[0]}:{f[1]} [120] CPU:{f[2]:03d}"
         elif name == "fork":
             body = (
-                f"sched_process_fork:   comm={f[0]} pid={f[1]} "
-                f"child_comm={f[2]} child_pid={f[3]}"
+                f"sched_process_fork:   comm={f[0]} pid={f[1]} child_comm={f[2]} child_pid={f[3]}"
             )
         else:
             body = f"sched_process_exit:   comm={f[0]} pid={f[1]} prio=120"

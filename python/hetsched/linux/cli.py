@@ -118,6 +118,9 @@ def register(sub: Any) -> None:
     )
     v.add_argument("--recorded", type=Path, metavar="DIR", help="suite: real side from traces")
     v.add_argument("--save-traces", type=Path, metavar="DIR", help="suite: keep the real traces")
+    v.add_argument(
+        "--kernel-trace", type=Path, metavar="DIR", help="record each real run's kernel trace"
+    )
     v.set_defaults(handler=_cmd_validate)
 
     cl = lsub.add_parser("cleanup", help="remove cgroups left by an agent that was killed")
@@ -275,7 +278,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         )
         print(json.dumps(_clean(srows), indent=2) if args.json else suite.table_text(srows))
         return EXIT_OK
-    rows = run_validation(scale=args.scale, only=args.only, nice=args.nice, repeats=args.repeats)
+    rows = run_validation(
+        scale=args.scale,
+        only=args.only,
+        nice=args.nice,
+        repeats=args.repeats,
+        kernel_trace=args.kernel_trace,
+    )
     if args.json:
         print(json.dumps(_clean(rows), indent=2, default=_json_default))
     else:

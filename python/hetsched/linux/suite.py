@@ -670,6 +670,19 @@ def run_suite(
     if repeats < 1:
         raise LinuxError(f"--repeats: {repeats} must be ≥ 1")
     chosen = [e for e in exps if not only or e.name in only]
+    try:
+        return _run_suite(chosen, repeats, recorded, save_to, log)
+    except tracefs.TraceError as e:
+        raise LinuxError(str(e)) from None
+
+
+def _run_suite(
+    chosen: Sequence[Experiment],
+    repeats: int,
+    recorded: Path | None,
+    save_to: Path | None,
+    log: Callable[[str], None],
+) -> list[dict[str, Any]]:
     recorded_runs: dict[str, list[RealRun]] = {}
     if recorded is not None:
         _, recorded_runs = load_recorded(recorded)
