@@ -212,9 +212,23 @@ def test_older_line_forms_are_read() -> None:
     )
     d = tracefs.convert(tracefs.parse(text))
     wake = [e for e in d.events if e["type"] == "wake"]
-    assert wake == [{"type": "wake", "t_ns": 0, "task": 0, "cpu": 1, "new": False}]
+    # bash (pid 7640, task 1) was running when it woke cat: the waker.
+    assert wake == [{"type": "wake", "t_ns": 0, "task": 0, "cpu": 1, "new": False, "waker": 1}]
     runs = tracefs.run_intervals(d.events)
     assert list(runs["dur_ms"].round(6)) == [1.0] and list(runs["end"]) == ["block"]
+
+
+def test_wakers_are_the_running_task_unless_in_interrupt_context() -> None:
+    data = tracefs.convert(tracefs.parse(tracefs_text()))
+    # spin (task 0) was running on cpu0 at each wake-up of the hand-worked trace.
+    assert [e["waker"] for e in data.events if e["type"] == "wake"] == [0, 0, 0]
+    text = (
+        "  spin-10 [000] dNh3. 1.000000: sched_wakeup: comm=a pid=3 prio=120 target_cpu=000\n"
+        "  spin-10 [000] dNs3. 1.000001: sched_wakeup: comm=b pid=4 prio=120 target_cpu=000\n"
+        "  spin-10 [000] d..3. 1.000002: sched_wakeup: comm=c pid=5 prio=120 target_cpu=000\n"
+    )
+    wakes = [e for e in tracefs.convert(tracefs.parse(text)).events if e["type"] == "wake"]
+    assert [e["waker"] for e in wakes] == [None, None, 3]
 
 
 def test_lost_events_drop_the_open_interval_and_warn() -> None:

@@ -28,6 +28,9 @@ scheduler trace"):
 * a *wake-up latency* is the time from a wake-up (``sched_wakeup`` of a
   sleeping task, or ``sched_wakeup_new`` of a new one) to the moment the task
   next starts running;
+* a wake-up's *waker* (``waker`` in the converted ``wake`` events, a task
+  index or None) is the task that was running when the kernel wrote the
+  wake-up, unless it was written in interrupt context or by the idle task;
 * a *migration* is a task starting to run on another CPU than the one it last
   ran on (as the simulator counts them). The kernel's own
   ``sched_migrate_task`` records, which also count moves of sleeping tasks,
@@ -161,6 +164,10 @@ class KEvent:
     name: str
     lineno: int
     fields: dict[str, Any]
+    #: The task that was running when the event was written (the line's
+    #: COMM-PID), and whether it was written in interrupt context (flags).
+    current: tuple[str, int] = ("", 0)
+    in_irq: bool = False
 
 
 @dataclass
@@ -241,7 +248,10 @@ def parse(text: str, source: str = "<trace>") -> ParsedTrace:
         fields = _fields(name, m["body"], source, lineno, line)
         if fields.get("_compact"):
             saw_trace_cmd = True
-        events.append(KEvent(_ns(m["ts"]), int(m["cpu"]), name, lineno, fields))
+        flags = m["flags"] or ""
+        in_irq = len(flags) >= 3 and flags[2] in "hsHz"
+        current = (m["comm"].strip(), int(m["pid"]))
+        events.append(KEvent(_ns(m["ts"]), int(m["cpu"]), name, lineno, fields, current, in_irq))
     if saw_trace_cmd:
         parsed.format = "trace-cmd"
     # Lost markers take the time of the event before them on their line order,
@@ -487,7 +497,13 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
             if new or state.get(pid) in (None, "blocked"):
                 cpu = f["target_cpu"] if f["target_cpu"] is not None else e.cpu
                 ncpus = max(ncpus, cpu + 1)
-                out.append({"type": "wake", "t_ns": t, "task": i, "cpu": cpu, "new": new})
+                # Who woke it: the task that was running, unless the wake-up
+                # came from an interrupt or the idle task.
+                wpid = e.current[1]
+                waker = None if e.in_irq or wpid == 0 else task(wpid, None)
+                out.append(
+                    {"type": "wake", "t_ns": t, "task": i, "cpu": cpu, "new": new, "waker": waker}
+                )
                 state[pid] = "runnable"
         elif e.name == "sched_migrate_task":
             i = task(f["pid"], f["comm"])
