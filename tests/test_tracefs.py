@@ -432,3 +432,21 @@ def test_every_recorded_trace_parses_with_our_tasks_in_it() -> None:
                 i = d.task_of(int(pid))
                 assert i is not None
                 assert any(e["type"] == "run" and e["task"] == i for e in d.events)
+
+
+@pytest.mark.skipif(
+    not (DATA / "trace-cmd-periodic.json").exists(), reason="no recorded trace-cmd report"
+)
+def test_a_real_trace_cmd_report_parses() -> None:
+    # trace-cmd 3.1.6's report of an instance: "INSTANCE: " before each line,
+    # compact sched_switch/sched_wakeup, comms with spaces ("lto cgu.3").
+    info = json.loads((DATA / "trace-cmd-periodic.json").read_text())
+    d = tracefs.load(DATA / "trace-cmd-periodic.report.xz")
+    assert d.format == "trace-cmd" and d.ncpus == 2
+    i = d.task_of(info["pid"])
+    assert i is not None and d.tasks[i]["comm"] == "schedprobe"
+    assert d.tasks[i]["parent"] is not None
+    assert not any(t["comm"].endswith(":") or ": " in t["comm"] for t in d.tasks)
+    wk = tracefs.wakeups(d.events)
+    # Pinned to cpu1 by taskset: after its first moves, it wakes up there.
+    assert (wk[wk["task"] == i]["cpu"] == 1).sum() > 50

@@ -99,12 +99,13 @@ class TraceFormatError(TraceError):
 
 # -- parsing -------------------------------------------------------------------
 
-# "COMM-PID [CPU] FLAGS TIMESTAMP: EVENT: BODY", where COMM may hold spaces and
+# "COMM-PID [CPU] FLAGS TIMESTAMP: EVENT: BODY" (trace-cmd report puts
+# "INSTANCE: " before it for a trace of an instance), where COMM may hold spaces and
 # dashes, a "(TGID)" column may follow the pid (option record-tgid), FLAGS
 # (irqs-off, need-resched, ... : 4 or 5 characters) may be absent (older
 # kernels, trace-cmd report without -l) and TIMESTAMP is seconds with µs or ns.
 _EVENT_LINE = re.compile(
-    r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+(?:\(\s*(?:\d+|-+)\)\s+)?\[(?P<cpu>\d+)\]\s+"
+    r"^\s*(?:(?P<instance>[^\s:]+):\s+)?(?P<comm>.+?)-(?P<pid>\d+)\s+(?:\(\s*(?:\d+|-+)\)\s+)?\[(?P<cpu>\d+)\]\s+"
     r"(?:(?P<flags>[^\s:]{4,6})\s+)?(?P<ts>\d+(?:\.\d+)?):\s+(?P<event>\w+):\s?(?P<body>.*)$"
 )
 _LOST = re.compile(r"^\s*CPU:?\s*(?P<cpu>\d+)\s*\[LOST (?P<n>\d+|\?\?\?) EVENTS\]\s*$")
@@ -941,7 +942,8 @@ class KernelTrace:
             self._old_term = None
         if self._dir is not None and self._made_instance:
             d = self._dir
-            attempt("remove the trace instance", lambda: d.rmdir())
+            # Gone already is fine (trace-cmd extract -B removes the instance).
+            attempt("remove the trace instance", lambda: d.exists() and d.rmdir())
         elif self._dir is not None and self._saved:
             s = self._saved
             # One write: opening set_event for writing clears it, then every
