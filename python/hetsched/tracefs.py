@@ -942,8 +942,13 @@ class KernelTrace:
             self._old_term = None
         if self._dir is not None and self._made_instance:
             d = self._dir
+
             # Gone already is fine (trace-cmd extract -B removes the instance).
-            attempt("remove the trace instance", lambda: d.exists() and d.rmdir())
+            def remove() -> None:
+                if d.exists():
+                    d.rmdir()
+
+            attempt("remove the trace instance", remove)
         elif self._dir is not None and self._saved:
             s = self._saved
             # One write: opening set_event for writing clears it, then every
