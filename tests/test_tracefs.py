@@ -450,3 +450,17 @@ def test_a_real_trace_cmd_report_parses() -> None:
     wk = tracefs.wakeups(d.events)
     # Pinned to cpu1 by taskset: after its first moves, it wakes up there.
     assert (wk[wk["task"] == i]["cpu"] == 1).sum() > 50
+
+
+def test_trace_import_refuses_a_trace_without_scheduler_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "irq.txt"
+    src.write_text(
+        "# tracer: nop\n"
+        "  bash-1 [000] d.h1. 5.000000: irq_handler_entry: irq=1 name=timer\n"
+    )
+    assert main(["trace", "import", str(src), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "no scheduler events" in err and "sched_switch" in err
+    assert not (tmp_path / "o").exists()

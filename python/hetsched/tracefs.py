@@ -725,6 +725,11 @@ def import_trace(path: str | Path, out: str | Path) -> KernelTraceData:
     from . import _core
 
     data = load(path)
+    if not data.events:
+        raise TraceError(
+            f"{path}: no scheduler events in it (expected {', '.join(EVENTS)}; "
+            "were they enabled when it was recorded?)"
+        )
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
     with (d / "trace.jsonl").open("w", encoding="utf-8") as f:
