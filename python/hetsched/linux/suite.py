@@ -8,7 +8,7 @@ custom EEVDF slice set with ``sched_setattr``) on the real machine while
 ``repeats`` times, and once in the simulator as a scenario with the same
 programs. Both traces go through the same functions (:func:`observe`, built on
 :mod:`hetsched.tracefs`'s tables), so a row compares like with like: CPU
-shares, per-task CPU time, migrations per second, wake-up latency
+shares, per-task CPU time, migrations per second, median slices, wake-up latency
 percentiles, new tasks per second.
 
 A row's verdict counts the real run-to-run noise (half the range of the
@@ -98,10 +98,12 @@ class Experiment:
 @dataclass
 class RoleObs:
     """What a role's tasks did inside the window: CPU time (s), every wake-up
-    latency (ms), wake-ups and migrations."""
+    latency (ms), every slice (a run interval ended by preemption, ms),
+    wake-ups and migrations."""
 
     cpu_s: float = 0.0
     latencies_ms: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    slices_ms: np.ndarray = field(default_factory=lambda: np.zeros(0))
     wakeups: int = 0
     migrations: int = 0
 
@@ -124,9 +126,11 @@ def observe(
     for role, ids in roles.items():
         r = runs[runs["task"].isin(ids)]
         w = wk[wk["task"].isin(ids)]
+        sl = r[(r["end"] == "preempt") & (r["start_ns"] >= lo) & (r["end_ns"] <= hi)]
         out[role] = RoleObs(
             cpu_s=float((r["e"] - r["s"]).sum()) / 1e9,
             latencies_ms=w["latency_ms"].to_numpy(dtype=float),
+            slices_ms=sl["dur_ms"].to_numpy(dtype=float),
             wakeups=len(w),
             migrations=int(mig["task"].isin(ids).sum()),
         )
@@ -157,6 +161,14 @@ def _pct(role: str, q: float) -> Callable[[Mapping[str, RoleObs], float], float]
     return fn
 
 
+def _slice_median(roles: Sequence[str]) -> Callable[[Mapping[str, RoleObs], float], float]:
+    def fn(obs: Mapping[str, RoleObs], span: float) -> float:
+        sl = np.concatenate([obs[r].slices_ms for r in roles])
+        return float(np.median(sl)) if len(sl) else math.nan
+
+    return fn
+
+
 def _rate(roles: Sequence[str], what: str) -> Callable[[Mapping[str, RoleObs], float], float]:
     def fn(obs: Mapping[str, RoleObs], span: float) -> float:
         return sum(float(getattr(obs[r], what)) for r in roles) / span
@@ -166,6 +178,7 @@ def _rate(roles: Sequence[str], what: str) -> Callable[[Mapping[str, RoleObs], f
 
 SHARE = ("abs", 0.0, 2.0)  # percentage points of CPU share
 LATENCY = ("both", 0.20, 0.2)  # 20 % or 0.2 ms, whichever is larger
+SLICE = ("rel", 0.20, 0.0)  # the latency rows' 20 %
 
 
 def experiments() -> list[Experiment]:
@@ -197,7 +210,10 @@ def experiments() -> list[Experiment]:
             "nice-pair",
             "two spinners, nice 0 and nice 5, on one CPU",
             [spinner("nice0", [0]), spinner("nice5", [0], 5)],
-            [Metric("CPU share of nice 5", "%", _share("nice5", ["nice0", "nice5"]), SHARE)],
+            [
+                Metric("CPU share of nice 5", "%", _share("nice5", ["nice0", "nice5"]), SHARE),
+                Metric("median slice", "ms", _slice_median(["nice0", "nice5"]), SLICE),
+            ],
             shield=False,
         ),
         Experiment(
@@ -218,7 +234,10 @@ def experiments() -> list[Experiment]:
                 Metric(f"CPU time of spinner {r} per second", "s/s", _cpu(r), ("rel", 0.05, 0.0))
                 for r in spin3
             ]
-            + [Metric("migrations per second", "/s", _rate(spin3, "migrations"), ("rel", 0.30, 0))],
+            + [
+                Metric("migrations per second", "/s", _rate(spin3, "migrations"), ("rel", 0.30, 0)),
+                Metric("median slice of the spinners", "ms", _slice_median(spin3), SLICE),
+            ],
         ),
         Experiment(
             "periodic",
