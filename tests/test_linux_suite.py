@@ -78,6 +78,11 @@ def test_observe_reads_roles_inside_the_window() -> None:
     assert list(obs["b"].latencies_ms) == [3.0]
     assert obs["b"].wakeups == 1 and obs["b"].migrations == 1
     assert obs["a"].wakeups == 0  # its wake-up at 0 is before the window
+    # Task 0's merged interval [0, 15] ended by preemption but began before
+    # the window: not a slice of it; task 1's ended by blocking.
+    assert len(obs["a"].slices_ms) == 0 and len(obs["b"].slices_ms) == 0
+    obs = suite.observe(events, {"a": [0]}, (0, 20 * ms))
+    assert list(obs["a"].slices_ms) == [15.0]
     share = suite._share("b", ["a", "b"])(obs, 0.015)
     assert share == pytest.approx(100 / 11)
 
@@ -139,6 +144,9 @@ def test_suite_from_recorded_traces(capsys: pytest.CaptureFixture[str]) -> None:
         if r["real_all"]:
             assert len(r["real_all"]) == 3
             assert r["noise"] == pytest.approx((max(r["real_all"]) - min(r["real_all"])) / 2)
+    # EEVDF's base slice on 2 CPUs is 0.75 ms × (1 + log2 2) = 1.5 ms: the
+    # kernel's spinners are preempted after about that long.
+    assert 1.0 < by[("spin3", "median slice of the spinners")]["real"] < 2.0
     spins = [v for (e, m), v in by.items() if e == "spin3" and m.startswith("CPU time")]
     # Three spinners on two CPUs: together at most the two CPUs (other load
     # on the machine may take some), each a part of one.
