@@ -81,8 +81,8 @@ def test_observe_reads_roles_inside_the_window() -> None:
     # Task 0's merged interval [0, 15] ended by preemption but began before
     # the window: not a slice of it; task 1's ended by blocking.
     assert len(obs["a"].slices_ms) == 0 and len(obs["b"].slices_ms) == 0
-    obs = suite.observe(events, {"a": [0]}, (0, 20 * ms))
-    assert list(obs["a"].slices_ms) == [15.0]
+    whole = suite.observe(events, {"a": [0]}, (0, 20 * ms))
+    assert list(whole["a"].slices_ms) == [15.0]
     share = suite._share("b", ["a", "b"])(obs, 0.015)
     assert share == pytest.approx(100 / 11)
 
