@@ -464,3 +464,17 @@ def test_trace_import_refuses_a_trace_without_scheduler_events(
     err = capsys.readouterr().err
     assert "no scheduler events" in err and "sched_switch" in err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(_can_trace() is not None, reason=str(_can_trace()))
+def test_linux_agent_kernel_trace_writes_the_trace_and_its_import(tmp_path: Path) -> None:
+    sleeper = subprocess.Popen(["sleep", "5"])
+    try:
+        argv = ["linux", "agent", "--pid", str(sleeper.pid), "--duration", "0.3", "-q"]
+        assert main([*argv, "--kernel-trace", "--out", str(tmp_path / "r")]) == 0
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert (tmp_path / "r" / "kernel-trace.txt").stat().st_size > 0
+    res = hetsched.Results.load(tmp_path / "r" / "kernel-trace")
+    assert res.summary["scheduler"] == "linux (kernel trace)" and len(res.trace) > 0
