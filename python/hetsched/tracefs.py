@@ -776,17 +776,18 @@ _MOUNT_POINTS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 
 
 def find_tracefs() -> Path | None:
-    """Where tracefs is mounted now (None if nowhere)."""
+    """Where tracefs is mounted now (None if nowhere). Only ``/proc/mounts``
+    is read: looking into ``/sys/kernel/debug/tracing`` would mount tracefs
+    there by itself (an automount of debugfs) and leave it mounted."""
     try:
         for line in Path("/proc/mounts").read_text().splitlines():
             parts = line.split()
             if len(parts) >= 3 and parts[2] == "tracefs":
                 return Path(parts[1].replace("\\040", " "))
     except OSError:
-        pass
-    for p in _MOUNT_POINTS:
-        if (p / "trace").exists():
-            return p
+        for p in _MOUNT_POINTS:
+            if (p / "trace").exists():
+                return p
     return None
 
 
