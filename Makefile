@@ -53,7 +53,7 @@ build: venv
 REALPROGS := build/realprogs
 realprogs:
 	mkdir -p $(REALPROGS)
-	for p in spin chase phases; do gcc -O2 -Wall -Wextra -std=gnu11 -o $(REALPROGS)/$$p realprogs/$$p.c || exit 1; done
+	for p in spin chase phases schedprobe; do gcc -O2 -Wall -Wextra -std=gnu11 -o $(REALPROGS)/$$p realprogs/$$p.c || exit 1; done
 	gcc -O2 -Wall -Wextra -std=gnu11 -o $(REALPROGS)/threads realprogs/threads.c -pthread
 	gcc -O2 -Wall -Wextra -std=gnu11 -static -o $(REALPROGS)/hotplug_bench realprogs/hotplug_bench.c -pthread
 

@@ -13,6 +13,7 @@
     hetsched report out/demo                       # self-contained HTML
     hetsched machine from-sysfs > machine.toml     # this machine's CPUs
     hetsched workload from-rt-app tasks.json --out rtapp.toml
+    hetsched trace import trace.txt --out out/trace   # the kernel's scheduler trace
 
 Errors in scenarios, policies and files are printed as one line,
 ``hetsched: error: <message>``. Exit status: 0 done; 2 for a command line or
@@ -319,6 +320,9 @@ def _parser() -> argparse.ArgumentParser:
     ra.set_defaults(handler=_cmd_from_rtapp)
     wl.set_defaults(handler=lambda args: _usage(wl))
 
+    from .tracefs import register as register_trace  # hetsched trace import ...
+
+    register_trace(sub)
     from .linux.cli import register as register_linux  # hetsched linux ...
 
     register_linux(sub)

@@ -5,12 +5,14 @@ hetsched linux calibrate [--json]
 hetsched linux agent WORKLOAD.toml --agent faster-first --profile "cpu0=100%, cpu1=50%"
 hetsched linux agent --pid 1234 --pid 5678 --agent equal-share --duration 10
 hetsched linux validate-sim [--json]
+hetsched linux validate-sim --suite eevdf [--recorded data/linux-traces]
 hetsched linux cleanup                    # undo what a killed agent left: programs, cgroups ...
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import math
@@ -92,6 +94,11 @@ def register(sub: Any) -> None:
     )
     a.add_argument("--json", action="store_true", help="print the summary as JSON")
     a.add_argument("--quiet", "-q", action="store_true")
+    a.add_argument(
+        "--kernel-trace",
+        action="store_true",
+        help="record the kernel's scheduler trace meanwhile (root; into DIR/kernel-trace*)",
+    )
     a.set_defaults(handler=_cmd_agent)
 
     v = lsub.add_parser("validate-sim", help="run small scenarios for real and in the simulator")
@@ -104,6 +111,16 @@ def register(sub: Any) -> None:
         "--repeats", type=int, help="real runs per case, median taken (default 3; full: 5)"
     )
     v.add_argument("--json", action="store_true", help="print the rows as JSON")
+    v.add_argument(
+        "--suite",
+        choices=["eevdf"],
+        help="the kernel-trace suite: distributions from the kernel's own scheduler trace",
+    )
+    v.add_argument("--recorded", type=Path, metavar="DIR", help="suite: real side from traces")
+    v.add_argument("--save-traces", type=Path, metavar="DIR", help="suite: keep the real traces")
+    v.add_argument(
+        "--kernel-trace", type=Path, metavar="DIR", help="record each real run's kernel trace"
+    )
     v.set_defaults(handler=_cmd_validate)
 
     cl = lsub.add_parser(
@@ -215,11 +232,20 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         high_weight=args.high_weight,
         log=None if not args.quiet else (lambda m: None),
     )
-    doc = _clean(runner.run())
+    from .. import tracefs
+
+    try:
+        with tracefs.KernelTrace() if args.kernel_trace else contextlib.nullcontext() as kt:
+            doc = _clean(runner.run())
+    except tracefs.TraceError as e:
+        raise LinuxError(str(e)) from None
     res = Results(json.dumps(doc, default=_json_default))
     name = wl.name if wl else "attached"
     out = args.out if args.out is not None else Path("results") / f"{_safe(name)}-linux"
     res.save(out)
+    if kt is not None:
+        (out / "kernel-trace.txt").write_text(kt.text, encoding="utf-8")
+        tracefs.import_trace(out / "kernel-trace.txt", out / "kernel-trace")
     if args.json:
         print(
             json.dumps(
@@ -242,7 +268,25 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from .._text import table
     from .validate import run_validation
 
-    rows = run_validation(scale=args.scale, only=args.only, nice=args.nice, repeats=args.repeats)
+    if args.suite:
+        from . import suite
+
+        srows = suite.run_suite(
+            repeats=args.repeats or 3,
+            only=args.only,
+            recorded=args.recorded,
+            save_to=args.save_traces,
+            log=lambda m: print(f"hetsched: {m}", file=sys.stderr),
+        )
+        print(json.dumps(_clean(srows), indent=2) if args.json else suite.table_text(srows))
+        return EXIT_OK
+    rows = run_validation(
+        scale=args.scale,
+        only=args.only,
+        nice=args.nice,
+        repeats=args.repeats,
+        kernel_trace=args.kernel_trace,
+    )
     if args.json:
         print(json.dumps(_clean(rows), indent=2, default=_json_default))
     else:

@@ -24,9 +24,11 @@ discusses every discrepancy.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import LinuxError
@@ -165,10 +167,19 @@ def scenario_for(case: Case, cal: Calibration, cpus: list[int]) -> dict[str, Any
     }
 
 
-def run_case(case: Case, cal: Calibration, nice: int = 0, repeats: int = 1) -> list[dict[str, Any]]:
+def run_case(
+    case: Case, cal: Calibration, nice: int = 0, repeats: int = 1, kernel_trace: Path | None = None
+) -> list[dict[str, Any]]:
     """Run one case both ways, the real run ``repeats`` times; one row per
-    program with the median measured time and its matching prediction."""
-    runs = [_run_case_once(case, cal, nice) for _ in range(repeats)]
+    program with the median measured time and its matching prediction.
+    ``kernel_trace``: record the kernel's scheduler trace of each real run
+    into that folder (``CASE-K.trace``, root)."""
+    runs = [
+        _run_case_once(
+            case, cal, nice, kernel_trace / f"{case.name}-{k + 1}.trace" if kernel_trace else None
+        )
+        for k in range(repeats)
+    ]
     rows = []
     for k in range(len(runs[0])):
         ordered = sorted(
@@ -181,8 +192,11 @@ def run_case(case: Case, cal: Calibration, nice: int = 0, repeats: int = 1) -> l
     return rows
 
 
-def _run_case_once(case: Case, cal: Calibration, nice: int) -> list[dict[str, Any]]:
+def _run_case_once(
+    case: Case, cal: Calibration, nice: int, trace_to: Path | None = None
+) -> list[dict[str, Any]]:
     import hetsched
+    from hetsched import tracefs
 
     cpus = sorted(online_cpus())[:2]
     if len(cpus) < 2:
@@ -207,7 +221,14 @@ def _run_case_once(case: Case, cal: Calibration, nice: int) -> list[dict[str, An
         high_weight=True,
         log=lambda m: None,
     )
-    doc = runner.run()
+    try:
+        with tracefs.KernelTrace() if trace_to else contextlib.nullcontext() as kt:
+            doc = runner.run()
+    except tracefs.TraceError as e:
+        raise LinuxError(str(e)) from None
+    if kt is not None and trace_to is not None:
+        trace_to.parent.mkdir(parents=True, exist_ok=True)
+        trace_to.write_text(kt.text, encoding="utf-8")
     # The programs time themselves (from the start of their work to its end);
     # the agent's own timestamps are the fallback, and are late by however
     # long a busy machine keeps the agent from running.
@@ -267,6 +288,7 @@ def run_validation(
     nice: int = 0,
     cal: Calibration | None = None,
     repeats: int | None = None,
+    kernel_trace: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Calibrate, then run every case (or those in ``only``); real runs are
     repeated ``repeats`` times (default 3, or 5 at ``full`` scale)."""
@@ -287,7 +309,7 @@ def run_validation(
     for c in all_cases:
         if only and c.name not in only:
             continue
-        rows += run_case(c, cal, nice, repeats)
+        rows += run_case(c, cal, nice, repeats, kernel_trace)
     return rows
 
 
