@@ -18,12 +18,16 @@ Write a scheduler in Python by subclassing :class:`hetsched.Scheduler`
 
 from . import _core as _core  # the compiled core, for monkeypatching and advanced use
 from ._core import (
+    DSQ_GLOBAL,
+    DSQ_LOCAL,
+    SLICE_DFL_NS,
     HetschedError,
     PolicyError,
     Scenario,
     ScenarioError,
     SimulationError,
     __version__,
+    dsq_local_on,
 )
 from .api import load, loads, parse_override, run
 from .policy import Agent, Scheduler
@@ -31,6 +35,9 @@ from .results import Results
 from .sweeps import sweep
 
 __all__ = [
+    "DSQ_GLOBAL",
+    "DSQ_LOCAL",
+    "SLICE_DFL_NS",
     "Agent",
     "HetschedError",
     "PolicyError",
@@ -40,6 +47,7 @@ __all__ = [
     "Scheduler",
     "SimulationError",
     "__version__",
+    "dsq_local_on",
     "load",
     "loads",
     "parse_override",
