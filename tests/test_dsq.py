@@ -394,3 +394,30 @@ def test_scx_simple_scenario_keeps_cpus_busy() -> None:
     # The 8 batch threads claim the 8 CPUs at once; the interactive threads
     # wait only while every CPU is busy.
     assert res.summary["idle_while_runnable_s"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_idle_while_runnable_counts_only_cpus_a_waiter_may_use() -> None:
+    # Three equal CPUs. Threads A and B (allowed on CPUs 0 and 1) start
+    # together; the naive FIFO puts both on CPU 0, so B waits while CPU 1 idles
+    # (CPU 2 is not allowed to B and does not count). At 50 ms task C
+    # (allowed everywhere) wakes, picks idle CPU 1, which takes B from the
+    # queue; C then waits until A ends at 100 ms while CPU 2 idles.
+    scn = {
+        "name": "restricted",
+        "duration_s": 1.0,
+        "machine": {
+            "types": {"c": {"capacity": 1024}},
+            "cpus": [{"type": "c"}, {"type": "c"}, {"type": "c"}],
+            "migration": {"enabled": False},
+        },
+        "workload": {
+            "programs": [
+                {"name": "AB", "kind": "parallel", "threads": 2, "work_ms": 200, "affinity": [0, 1]},
+                {"name": "C", "kind": "sequential", "work_ms": 100, "start_ms": 50},
+            ]
+        },
+    }
+    res = hetsched.run(scn, scheduler=NaiveFifo(), check=True)
+    per_cpu = res.cpus.set_index("cpu")["idle_while_runnable_s"].to_list()
+    assert per_cpu == pytest.approx([0.0, 0.05, 0.05], abs=1e-9)
+    assert res.summary["idle_while_runnable_s"] == pytest.approx(0.1, abs=1e-9)
