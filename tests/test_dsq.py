@@ -412,7 +412,13 @@ def test_idle_while_runnable_counts_only_cpus_a_waiter_may_use() -> None:
         },
         "workload": {
             "programs": [
-                {"name": "AB", "kind": "parallel", "threads": 2, "work_ms": 200, "affinity": [0, 1]},
+                {
+                    "name": "AB",
+                    "kind": "parallel",
+                    "threads": 2,
+                    "work_ms": 200,
+                    "affinity": [0, 1],
+                },
                 {"name": "C", "kind": "sequential", "work_ms": 100, "start_ms": 50},
             ]
         },
