@@ -24,6 +24,9 @@ use crate::hw::CpuId;
 use crate::os::{CpuSet, TaskId, TaskState};
 use crate::time::SimTime;
 
+/// `IdleWait::idle_w` of a CPU that is busy or offline.
+const BUSY: u64 = u64::MAX;
+
 /// The counters (see the module doc).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct IdleWait {
@@ -36,8 +39,9 @@ pub(crate) struct IdleWait {
     last: SimTime,
     /// Per CPU: runnable restricted tasks that allow it.
     rc: Vec<u32>,
-    /// Per CPU: `w` when it became idle and online (None: busy or offline).
-    idle_w: Vec<Option<u64>>,
+    /// Per CPU: `w` when it became idle and online ([`BUSY`]: busy or
+    /// offline).
+    idle_w: Vec<u64>,
     /// Per CPU: start of an interval idle, online, with `full == 0` and
     /// `rc > 0`.
     r_since: Vec<Option<SimTime>>,
@@ -50,7 +54,7 @@ impl IdleWait {
     pub(crate) fn new(ncpus: usize) -> IdleWait {
         IdleWait {
             rc: vec![0; ncpus],
-            idle_w: vec![Some(0); ncpus],
+            idle_w: vec![0; ncpus],
             r_since: vec![None; ncpus],
             acc: vec![0; ncpus],
             ..IdleWait::default()
@@ -78,7 +82,8 @@ impl IdleWait {
         } else {
             self.w
         };
-        let open_w = self.idle_w[cpu].map_or(0, |m| w - m);
+        let m = self.idle_w[cpu];
+        let open_w = if m == BUSY { 0 } else { w - m };
         let open_r = self.r_since[cpu].map_or(0, |s| now.0.saturating_sub(s.0));
         self.acc[cpu] + open_w + open_r
     }
@@ -116,7 +121,7 @@ impl Engine {
                 for c in 0..n {
                     if iw.full > 0 {
                         iw.close_r(c, now);
-                    } else if iw.idle_w[c].is_some() && iw.rc[c] > 0 {
+                    } else if iw.idle_w[c] != BUSY && iw.rc[c] > 0 {
                         iw.r_since[c] = Some(now);
                     }
                 }
@@ -131,7 +136,7 @@ impl Engine {
         for c in (0..n).filter(|&c| aff.contains(c)) {
             if add {
                 iw.rc[c] += 1;
-                if iw.rc[c] == 1 && iw.full == 0 && iw.idle_w[c].is_some() {
+                if iw.rc[c] == 1 && iw.full == 0 && iw.idle_w[c] != BUSY {
                     iw.r_since[c] = Some(now);
                 }
             } else {
@@ -169,20 +174,24 @@ impl Engine {
     pub(super) fn iw_cpu(&mut self, cpu: CpuId) {
         let idle = self.current[cpu].is_none() && self.online[cpu];
         let iw = &mut self.iw;
-        if idle == iw.idle_w[cpu].is_some() {
+        let m = iw.idle_w[cpu];
+        if idle == (m != BUSY) {
             return;
         }
         let now = self.now;
         iw.advance(now);
+        // Without restricted waiters no CPU has an interval of its own.
         if idle {
-            iw.idle_w[cpu] = Some(iw.w);
-            if iw.full == 0 && iw.rc[cpu] > 0 {
+            iw.idle_w[cpu] = iw.w;
+            if iw.restricted > 0 && iw.full == 0 && iw.rc[cpu] > 0 {
                 iw.r_since[cpu] = Some(now);
             }
         } else {
-            let m = iw.idle_w[cpu].take().expect("was idle");
+            iw.idle_w[cpu] = BUSY;
             iw.acc[cpu] += iw.w - m;
-            iw.close_r(cpu, now);
+            if iw.restricted > 0 {
+                iw.close_r(cpu, now);
+            }
         }
     }
 
