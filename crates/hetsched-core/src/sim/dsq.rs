@@ -522,6 +522,8 @@ impl Engine {
     /// Before the first event: DSQ schedulers do not yet run with virtual
     /// machines or with fusion of dynamic processors (the queues of a
     /// fused object's borrowed CPUs are not modelled); hotplug works.
+    #[cold]
+    #[inline(never)]
     pub(super) fn dsq_start(&mut self) -> Result<(), SimError> {
         if self.dsq.is_none() {
             return Ok(());
@@ -544,6 +546,8 @@ impl Engine {
     }
 
     /// `select_cpu` of `t` returned `cpu`: apply its deferred inserts.
+    #[cold]
+    #[inline(never)]
     pub(super) fn dsq_after_select(&mut self, t: TaskId, cpu: CpuId) -> Result<(), SimError> {
         let d = self.dq();
         d.mode = Mode::Other;
@@ -588,6 +592,8 @@ impl Engine {
     }
 
     /// Remove a queued task from its DSQ (its affinity changed).
+    #[cold]
+    #[inline(never)]
     pub(super) fn dsq_remove(&mut self, t: TaskId) {
         if let Some(d) = self.dsq.as_deref_mut() {
             d.remove(t);
@@ -596,6 +602,8 @@ impl Engine {
 
     /// Assign the tasks on `cpu`'s local DSQ to `cpu` (before it goes
     /// offline, so that they are moved with the others assigned there).
+    #[cold]
+    #[inline(never)]
     pub(super) fn dsq_retarget(&mut self, cpu: CpuId) {
         let Some(d) = self.dsq.as_deref() else {
             return;
@@ -607,6 +615,8 @@ impl Engine {
     }
 
     /// `t` stops running on `cpu`: charge the time it ran to its slice.
+    #[cold]
+    #[inline(never)]
     pub(super) fn dsq_charge(&mut self, cpu: CpuId, t: TaskId) {
         let now = self.now;
         let d = self.dq();
@@ -640,6 +650,8 @@ impl Engine {
     }
 
     /// A slice-expiry event. Returns false if stale.
+    #[cold]
+    #[inline(never)]
     pub(super) fn dsq_slice_expired(&mut self, cpu: CpuId, gen: u32) -> bool {
         let Some(d) = self.dsq.as_deref_mut() else {
             return false;
@@ -715,6 +727,8 @@ impl Engine {
     }
 
     /// Reschedule `cpu` under the DSQ model (see the module doc).
+    #[cold]
+    #[inline(never)]
     pub(super) fn dsq_resched(&mut self, cpu: CpuId) -> Result<(), SimError> {
         self.cpus[cpu].need_resched = false;
         let mut prev = self.current[cpu];
