@@ -153,7 +153,7 @@ impl Scheduler for GlobalEdf {
                 .queued
                 .iter()
                 .find(|&&(_, _, t)| cx.task(t).affinity.contains(cpu));
-            if !head.is_some_and(|&(d, _, _)| d <= pd) {
+            if head.is_none_or(|&(d, _, _)| d > pd) {
                 return;
             }
         }
