@@ -20,12 +20,16 @@ from typing import TYPE_CHECKING
 
 from . import _core as _core  # the compiled core, for monkeypatching and advanced use
 from ._core import (
+    DSQ_GLOBAL,
+    DSQ_LOCAL,
+    SLICE_DFL_NS,
     HetschedError,
     PolicyError,
     Scenario,
     ScenarioError,
     SimulationError,
     __version__,
+    dsq_local_on,
 )
 from .api import load, loads, parse_override, run
 from .policy import Agent, Scheduler
@@ -35,6 +39,9 @@ if TYPE_CHECKING:
     from .sweeps import sweep
 
 __all__ = [
+    "DSQ_GLOBAL",
+    "DSQ_LOCAL",
+    "SLICE_DFL_NS",
     "Agent",
     "HetschedError",
     "PolicyError",
@@ -44,6 +51,7 @@ __all__ = [
     "Scheduler",
     "SimulationError",
     "__version__",
+    "dsq_local_on",
     "load",
     "loads",
     "parse_override",

@@ -26,6 +26,17 @@ __all__ = [
 
 __version__: str
 
+#: sched_ext's DSQ ids (``SCX_DSQ_GLOBAL``, ``SCX_DSQ_LOCAL``, ``SCX_DSQ_LOCAL_ON``).
+DSQ_GLOBAL: int
+DSQ_LOCAL: int
+DSQ_LOCAL_ON: int
+#: ``SCX_SLICE_DFL`` (20 ms) and ``SCX_SLICE_INF``.
+SLICE_DFL_NS: int
+SLICE_INF: int
+
+def dsq_local_on(cpu: int) -> int:
+    """The id of ``cpu``'s local DSQ (``SCX_DSQ_LOCAL_ON | cpu``)."""
+
 class HetschedError(Exception):
     """Base class of every error raised by hetsched."""
 
@@ -184,6 +195,39 @@ class Context:
         """Index of ``cpu``'s frequency domain (for ``set_frequency``)."""
     def load_avg(self) -> float:
         """Number of runnable + running tasks (instantaneous)."""
+    # sched_ext dispatch queues (schedulers with ``uses_dsqs = True``; see
+    # docs/python-policies.md). A call that breaks a rule raises PolicyError.
+    def dsq_insert(self, task: int, dsq: int, slice_ns: Optional[int] = None) -> None:
+        """``scx_bpf_dsq_insert``: queue a runnable task at the tail of ``dsq``
+        with a slice of ``slice_ns`` (default ``SLICE_DFL_NS``, 20 ms). In
+        ``select_cpu`` (for the task being placed: it then skips
+        ``enqueue``), ``enqueue`` and ``dispatch`` only."""
+    def dsq_insert_vtime(
+        self, task: int, dsq: int, vtime: int, slice_ns: Optional[int] = None
+    ) -> None:
+        """``scx_bpf_dsq_insert_vtime``: queue on a user DSQ ordered by ``vtime``."""
+    def dsq_move_to_local(self, dsq: int) -> bool:
+        """``scx_bpf_dsq_move_to_local`` (in ``dispatch``): move the first task
+        of user DSQ ``dsq`` that may run on the dispatching CPU to its local
+        DSQ; returns whether one moved."""
+    def create_dsq(self, dsq: int) -> None:
+        """``scx_bpf_create_dsq``: a new user DSQ (id below 2**63)."""
+    def dsq_nr_queued(self, dsq: int) -> int:
+        """``scx_bpf_dsq_nr_queued``: tasks queued on ``dsq``."""
+    def kick_cpu(self, cpu: int, preempt: bool = False) -> None:
+        """``scx_bpf_kick_cpu``: wake idle ``cpu`` so it dispatches; with
+        ``preempt``, end the slice of the task running there."""
+    def select_cpu_dfl(self, task: int, prev_cpu: int) -> tuple[int, bool]:
+        """``scx_bpf_select_cpu_dfl``: ``(cpu, True)`` with an idle CPU
+        claimed for ``task`` (``prev_cpu`` first), or ``(prev_cpu, False)``."""
+    def pick_idle_cpu(self, task: int) -> Optional[int]:
+        """``scx_bpf_pick_idle_cpu``: claim the lowest idle CPU ``task`` may use."""
+    def test_and_clear_cpu_idle(self, cpu: int) -> bool:
+        """``scx_bpf_test_and_clear_cpu_idle``: claim ``cpu`` if idle and unclaimed."""
+    def task_slice_ns(self, task: int) -> int:
+        """``p->scx.slice``: what is left of the task's slice (as of its last stop)."""
+    def task_scx_weight(self, task: int) -> int:
+        """``p->scx.weight``: the task's weight on sched_ext's scale (100 at nice 0)."""
 
 @final
 class PatelPlanner:

@@ -71,9 +71,23 @@ class Scheduler:
     ``enqueue``, ``dequeue`` and ``pick_next`` must be written; the others
     default to doing nothing, except ``select_cpu`` which keeps the task where
     it was (or puts it on the first CPU it may use).
+
+    **sched_ext dispatch queues.** A class that sets ``uses_dsqs = True``
+    follows sched_ext's model instead (``docs/python-policies.md``): the
+    engine keeps the queues (a global DSQ, one local DSQ per CPU and the
+    DSQs the policy creates with ``cx.create_dsq``); ``select_cpu`` may
+    insert the task straight into a local DSQ (``cx.dsq_insert(task,
+    hetsched.DSQ_LOCAL)``; the task then skips ``enqueue``), ``enqueue``
+    inserts it somewhere (default: ``DSQ_GLOBAL``), and a CPU runs its local
+    DSQ, then the global DSQ, then calls ``dispatch(cx, cpu, prev)``.
+    ``pick_next`` and ``balance`` are not called. Tasks run for slices
+    (default 20 ms); at the end of a slice the task stops and is enqueued
+    again if another task is waiting for the CPU.
     """
 
     name: str = "python"
+    #: Use sched_ext's dispatch queues (see above).
+    uses_dsqs: bool = False
 
     def init(self, cx: Context) -> None:
         """Called once before the simulation starts."""
@@ -85,12 +99,27 @@ class Scheduler:
         return cx.task_affinity(task)[0]
 
     def enqueue(self, cx: Context, task: int, cpu: int, flags: str) -> None:
-        """Put ``task`` (assigned to ``cpu``) on the policy's queues."""
+        """Put ``task`` (assigned to ``cpu``) on the policy's queues. With
+        ``uses_dsqs``, the default inserts it into the global DSQ."""
+        if self.uses_dsqs:
+            from ._core import DSQ_GLOBAL
+
+            cx.dsq_insert(task, DSQ_GLOBAL)
+            return
         raise NotImplementedError(f"{type(self).__name__} must implement enqueue()")
 
     def dequeue(self, cx: Context, task: int, cpu: int) -> None:
-        """Remove a queued ``task`` from the policy's queues without running it."""
+        """Remove a queued ``task`` from the policy's queues without running it.
+        (With ``uses_dsqs`` the engine removes it from its DSQ itself.)"""
+        if self.uses_dsqs:
+            return
         raise NotImplementedError(f"{type(self).__name__} must implement dequeue()")
+
+    def dispatch(self, cx: Context, cpu: int, prev: int | None) -> None:
+        """``uses_dsqs`` only: ``cpu``'s local DSQ and the global DSQ are
+        empty; move tasks to its local DSQ (``cx.dsq_move_to_local``) or insert
+        some there. ``prev`` is the task that ran on ``cpu`` if it is still
+        runnable (it runs on if nothing is found)."""
 
     def pick_next(self, cx: Context, cpu: int) -> int | None:
         """Return (and remove from the queues) the next task for ``cpu``, or None to idle."""

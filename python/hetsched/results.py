@@ -216,6 +216,8 @@ class Results:
         ]
         if s.get("deadline_misses"):
             facts.append(("deadline misses", number(s.get("deadline_misses"))))
+        if s.get("idle_while_runnable_s"):
+            facts.append(("idle beside waiting work", seconds(s.get("idle_while_runnable_s"))))
         if "events" in s:
             wall = f" in {seconds(s['wall_s'])} of wall time" if "wall_s" in s else ""
             facts.append(("events", number(s.get("events")) + wall))

@@ -13,7 +13,7 @@ mod agent_plan;
 use hetsched_core::hw::dynamic::{ReconfigOp, Reconfigured};
 use hetsched_core::hw::reconfig::Mechanism;
 use hetsched_core::metrics::RunResults;
-use hetsched_core::policy::{Agent, Ctx, EnqFlags, Scheduler};
+use hetsched_core::policy::{scx, Agent, Ctx, EnqFlags, Scheduler};
 use hetsched_core::scenario::{self, Format};
 use hetsched_core::sim::RunOptions;
 use hetsched_core::trace::{chrome_trace as build_chrome, Labels};
@@ -162,6 +162,16 @@ impl Context {
             )));
         }
         Ok(cpu)
+    }
+    /// Run a DSQ call; a rule it broke raises PolicyError at once.
+    fn dsq_call<R>(&self, f: impl FnOnce(&mut Ctx<'static>) -> R) -> PyResult<R> {
+        let cx = self.cx()?;
+        let n = cx.requests_len();
+        let r = f(cx);
+        match cx.take_failure(n) {
+            Some(m) => Err(PolicyError::new_err(m)),
+            None => Ok(r),
+        }
     }
     fn task(&self, t: usize) -> PyResult<usize> {
         let n = self.cx()?.ntasks();
@@ -380,6 +390,56 @@ impl Context {
         let c = self.cpu(cpu)?;
         Ok(self.cx()?.machine.cpus[c].domain)
     }
+    // ----------------------------------------------- sched_ext dispatch queues
+
+    #[pyo3(signature = (task, dsq, slice_ns=None))]
+    fn dsq_insert(&self, task: usize, dsq: u64, slice_ns: Option<u64>) -> PyResult<()> {
+        let slice = slice_ns.unwrap_or(scx::SLICE_DFL_NS);
+        self.dsq_call(|cx| cx.dsq_insert(task, dsq, slice))
+    }
+    #[pyo3(signature = (task, dsq, vtime, slice_ns=None))]
+    fn dsq_insert_vtime(
+        &self,
+        task: usize,
+        dsq: u64,
+        vtime: u64,
+        slice_ns: Option<u64>,
+    ) -> PyResult<()> {
+        let slice = slice_ns.unwrap_or(scx::SLICE_DFL_NS);
+        self.dsq_call(|cx| cx.dsq_insert_vtime(task, dsq, vtime, slice))
+    }
+    fn dsq_move_to_local(&self, dsq: u64) -> PyResult<bool> {
+        self.dsq_call(|cx| cx.dsq_move_to_local(dsq))
+    }
+    fn create_dsq(&self, dsq: u64) -> PyResult<()> {
+        self.dsq_call(|cx| cx.create_dsq(dsq))
+    }
+    fn dsq_nr_queued(&self, dsq: u64) -> PyResult<usize> {
+        self.dsq_call(|cx| cx.dsq_nr_queued(dsq))
+    }
+    #[pyo3(signature = (cpu, preempt=false))]
+    fn kick_cpu(&self, cpu: usize, preempt: bool) -> PyResult<()> {
+        self.dsq_call(|cx| cx.kick_cpu(cpu, preempt))
+    }
+    fn select_cpu_dfl(&self, task: usize, prev_cpu: usize) -> PyResult<(usize, bool)> {
+        self.dsq_call(|cx| cx.select_cpu_dfl(task, prev_cpu))
+    }
+    fn pick_idle_cpu(&self, task: usize) -> PyResult<Option<usize>> {
+        self.dsq_call(|cx| cx.pick_idle_cpu(task))
+    }
+    fn test_and_clear_cpu_idle(&self, cpu: usize) -> PyResult<bool> {
+        self.dsq_call(|cx| cx.test_and_clear_cpu_idle(cpu))
+    }
+    fn task_slice_ns(&self, task: usize) -> PyResult<u64> {
+        let t = self.task(task)?;
+        self.dsq_call(|cx| cx.task_slice_ns(t))
+    }
+    fn task_scx_weight(&self, task: usize) -> PyResult<u64> {
+        let t = self.task(task)?;
+        let w = self.cx()?.task(t).weight;
+        Ok(hetsched_core::policy::scx_simple::scx_weight(w))
+    }
+
     fn load_avg(&self) -> PyResult<f64> {
         Ok(self.cx()?.load_avg())
     }
@@ -440,6 +500,8 @@ fn call_py<T>(
 struct PyScheduler {
     obj: Py<PyAny>,
     name: String,
+    /// The class's `uses_dsqs` attribute: the sched_ext DSQ model.
+    dsqs: bool,
 }
 
 fn tuple<'py>(py: Python<'py>, items: Vec<PyObject>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
@@ -642,6 +704,18 @@ impl Scheduler for PyScheduler {
             |_| Ok(()),
         );
     }
+    fn uses_dsqs(&self) -> bool {
+        self.dsqs
+    }
+    fn dispatch(&mut self, cx: &mut Ctx, cpu: usize, prev: Option<usize>) {
+        call_py(
+            &self.obj,
+            cx,
+            "dispatch",
+            |py, c| tuple(py, vec![c.into_py(py), cpu.into_py(py), prev.into_py(py)]),
+            |_| Ok(()),
+        );
+    }
 }
 
 /// An agent written in Python (a `hetsched.Agent` subclass).
@@ -700,13 +774,21 @@ fn run(
     agents: Vec<Bound<'_, PyAny>>,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
-    let sched: Option<Box<dyn Scheduler>> = scheduler.map(|s| {
-        let name = format!("python:{}", py_name(&s, "python"));
-        Box::new(PyScheduler {
-            obj: s.unbind(),
-            name,
-        }) as Box<dyn Scheduler>
-    });
+    let sched: Option<Box<dyn Scheduler>> = match scheduler {
+        None => None,
+        Some(s) => {
+            let name = format!("python:{}", py_name(&s, "python"));
+            let dsqs = match s.getattr("uses_dsqs") {
+                Ok(v) => v.is_truthy()?,
+                Err(_) => false,
+            };
+            Some(Box::new(PyScheduler {
+                obj: s.unbind(),
+                name,
+                dsqs,
+            }) as Box<dyn Scheduler>)
+        }
+    };
     let mut py_agents: Vec<Box<dyn Agent>> = Vec::new();
     for a in agents {
         let period_ms: f64 = a
@@ -784,6 +866,18 @@ fn run(
     out.push_str(&labels.to_string());
     out.push('}');
     Ok(out)
+}
+
+/// The id of `cpu`'s local DSQ (`SCX_DSQ_LOCAL_ON | cpu`).
+#[pyfunction]
+fn dsq_local_on(cpu: usize) -> PyResult<u64> {
+    if cpu > scx::DSQ_LOCAL_CPU_MASK as usize {
+        return Err(PolicyError::new_err(format!(
+            "dsq_local_on({cpu}): cpu ids go up to {}",
+            scx::DSQ_LOCAL_CPU_MASK
+        )));
+    }
+    Ok(scx::dsq_local_on(cpu))
 }
 
 #[pyfunction]
@@ -866,6 +960,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", py.get_type_bound::<ScenarioError>())?;
     m.add("PolicyError", py.get_type_bound::<PolicyError>())?;
     m.add("SimulationError", py.get_type_bound::<SimulationError>())?;
+    m.add("DSQ_GLOBAL", scx::DSQ_GLOBAL)?;
+    m.add("DSQ_LOCAL", scx::DSQ_LOCAL)?;
+    m.add("DSQ_LOCAL_ON", scx::DSQ_LOCAL_ON)?;
+    m.add("SLICE_DFL_NS", scx::SLICE_DFL_NS)?;
+    m.add("SLICE_INF", scx::SLICE_INF)?;
+    m.add_function(wrap_pyfunction!(dsq_local_on, m)?)?;
     m.add_class::<Scenario>()?;
     m.add_class::<Context>()?;
     m.add_class::<agent_plan::PatelPlanner>()?;

@@ -7,6 +7,10 @@ use crate::trace::TraceEvent;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// Fraction of the CPU time (CPUs × run length) above which idle time
+/// beside waiting work gets a run warning.
+pub const IDLE_WHILE_RUNNABLE_WARN: f64 = 0.01;
+
 /// Run-level summary.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
@@ -45,6 +49,10 @@ pub struct Summary {
     pub programs: usize,
     pub programs_completed: usize,
     pub tasks_killed: usize,
+    /// CPU-seconds during which an online CPU sat idle while a runnable
+    /// task that may run there waited (work conservation; 0 for a
+    /// work-conserving scheduler).
+    pub idle_while_runnable_s: f64,
     /// Hex digest of every decision and state change of the run.
     pub trace_hash: String,
 }
@@ -119,6 +127,9 @@ pub struct CpuRow {
     pub energy_j: f64,
     pub ticks: u64,
     pub final_mhz: u32,
+    /// Time this CPU sat idle (and online) while a runnable task that may
+    /// run on it waited, seconds.
+    pub idle_while_runnable_s: f64,
 }
 
 /// Everything a run returns.
@@ -236,6 +247,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 energy_j: e.cpu_energy(c.id),
                 ticks: e.cpu_ticks(c.id),
                 final_mhz: e.cpu_mhz(c.id),
+                idle_while_runnable_s: e.idle_while_runnable_s(c.id),
             }
         })
         .collect();
@@ -252,6 +264,18 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
     } else {
         None
     };
+    let idle_waiting: f64 = cpus.iter().map(|c| c.idle_while_runnable_s).sum();
+    let mut warnings = e.warnings.clone();
+    let cpu_time = end_s * m.ncpus() as f64;
+    // More than 1 % of the CPU time idle beside waiting work: the scheduler
+    // is not work-conserving (the threshold is a judgement, see
+    // docs/policies.md).
+    if cpu_time > 0.0 && idle_waiting > IDLE_WHILE_RUNNABLE_WARN * cpu_time {
+        warnings.push(format!(
+            "cpus sat idle for {idle_waiting:.3} cpu-s ({:.1} % of the cpu time) while runnable tasks that could run there waited: the scheduler is not work-conserving (see idle_while_runnable_s per cpu)",
+            100.0 * idle_waiting / cpu_time
+        ));
+    }
     let energy = e.total_energy();
     let avg_power = if end_s > 0.0 { energy / end_s } else { 0.0 };
     // Per program: instructions of all its threads over its total execution time.
@@ -319,6 +343,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
             .filter(|p| p.completions.len() as u32 == p.repeat)
             .count(),
         tasks_killed: e.tasks.iter().filter(|t| t.kill_reason.is_some()).count(),
+        idle_while_runnable_s: idle_waiting,
         trace_hash: format!("{:016x}", e.trace_hash()),
     };
     RunResults {
@@ -326,7 +351,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         tasks,
         programs,
         cpus,
-        warnings: e.warnings.clone(),
+        warnings,
         trace: e.trace.clone(),
         vms: e.vm_rows(),
         dynamic: e.dynamic_results(),

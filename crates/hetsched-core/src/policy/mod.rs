@@ -33,6 +33,8 @@ pub mod edf;
 pub mod fam;
 pub mod governors;
 pub mod patel;
+pub mod scx;
+pub mod scx_simple;
 
 use crate::hw::{CpuId, Machine};
 use crate::os::{CpuSet, Task, TaskId};
@@ -149,6 +151,8 @@ pub struct Ctx<'a> {
     pub(crate) vcpus: &'a [Option<crate::os::VcpuInfo>],
     /// Fusion levels of the scenario's `[dynamic]` section (empty without).
     pub(crate) fusion_levels: &'a [usize],
+    /// The dispatch queues, for a scheduler that uses them (`scx.rs`).
+    pub(crate) dsq: Option<&'a mut dyn scx::DsqOps>,
 }
 
 impl<'a> Ctx<'a> {
@@ -378,6 +382,21 @@ pub trait Scheduler {
     /// A reconfiguration (requested with [`Ctx::reconfigure`] or scripted)
     /// completed: its cpus are now in or out of service.
     fn on_reconfigured(&mut self, _cx: &mut Ctx, _info: &crate::hw::dynamic::Reconfigured) {}
+    /// Whether the scheduler uses sched_ext's dispatch queues ([`scx`]):
+    /// then the engine keeps the queues, runs a CPU's local DSQ, the global
+    /// DSQ and [`Scheduler::dispatch`], and never calls `pick_next` or
+    /// `balance`.
+    fn uses_dsqs(&self) -> bool {
+        false
+    }
+    /// `SCX_OPS_ENQ_LAST`: a task whose slice ended with nothing else to run
+    /// goes through `enqueue` instead of running on (DSQ schedulers only).
+    fn enq_last(&self) -> bool {
+        false
+    }
+    /// `ops.dispatch(cpu, prev)`: `cpu`'s local DSQ and the global DSQ are
+    /// empty; move or insert tasks to its local DSQ (DSQ schedulers only).
+    fn dispatch(&mut self, _cx: &mut Ctx, _cpu: CpuId, _prev: Option<TaskId>) {}
 }
 
 /// A cpufreq governor: decides the P-state of each frequency domain.
@@ -592,6 +611,7 @@ pub fn registry() -> Vec<PolicyInfo> {
         credit::credit_info(),
         credit::aash_info(),
         chameleon::info(),
+        scx_simple::info(),
     ]
 }
 
@@ -624,6 +644,7 @@ pub fn make_scheduler(spec: &str, m: &Machine) -> Result<Box<dyn Scheduler>, Str
         "global-edf" => Ok(Box::new(edf::GlobalEdf::from_params(&ps, m)?)),
         "xen-credit" | "aash" => Ok(Box::new(credit::Credit::from_params(&ps, m)?)),
         "chameleon" => Ok(Box::new(chameleon::Chameleon::from_params(&ps, m)?)),
+        "scx-simple" => Ok(Box::new(scx_simple::ScxSimple::from_params(&ps, m)?)),
         other => Err(unknown(Kind::Scheduler, other)),
     }
 }

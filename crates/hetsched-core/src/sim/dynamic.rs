@@ -593,6 +593,7 @@ impl Engine {
             // the object to be split); only the running task is preempted.
             for &c in &targets {
                 self.online[c] = false;
+                self.iw_cpu(c);
                 if self.current[c].is_some() {
                     self.flag_resched(c);
                 }
@@ -638,6 +639,7 @@ impl Engine {
         let n = self.m.ncpus();
         for &c in cpus {
             self.online[c] = false;
+            self.iw_cpu(c);
         }
         // A task allowed only on CPUs that are all out of service gets its
         // affinity reset to every CPU, as Linux does when a CPU goes down.
@@ -647,7 +649,9 @@ impl Engine {
             }
             let aff = &self.tasks[t].affinity;
             if !(0..n).any(|c| self.online[c] && aff.contains(c)) {
+                self.iw_affinity(t, true);
                 self.tasks[t].affinity = CpuSet::All;
+                self.iw_affinity(t, false);
                 self.warnings.push(format!(
                     "t={}: task {t} was allowed only on cpus taken out of service; its affinity now covers every cpu",
                     self.now
@@ -658,10 +662,12 @@ impl Engine {
             if self.current[c].is_some() {
                 self.flag_resched(c);
             }
+            self.dsq_retarget(c);
             let queued: Vec<usize> = (0..self.tasks.len())
                 .filter(|&t| self.tasks[t].state == TaskState::Runnable && self.tasks[t].cpu == c)
                 .collect();
             for t in queued {
+                self.dsq_remove(t);
                 self.src = super::Src::Sched;
                 self.sched.dequeue(cx!(self), t, c);
                 self.apply()?;
@@ -782,6 +788,7 @@ impl Engine {
                         let d = self.dynm.as_mut().expect("dynamic state");
                         d.mode[c] = Mode::Online;
                         self.online[c] = true;
+                        self.iw_cpu(c);
                         self.flag_resched(c);
                     }
                     if let ReconfigOp::Split(r) = &op {

@@ -43,6 +43,7 @@ enum Ev {
     GovSample,
     AgentSample { idx: u32 },
     Dyn(dynamic::DynEv),
+    Slice { cpu: u32, gen: u32 },
     End,
 }
 
@@ -209,6 +210,10 @@ pub struct Engine {
     /// Whether any compute phase of any program needs an ISA feature (if
     /// none does, no phase can fault).
     any_feature: bool,
+    /// Dispatch queues, for a scheduler that uses them (`dsq.rs`).
+    dsq: Option<Box<dsq::DsqState>>,
+    /// Idle-while-runnable accounting (`idle_wait.rs`).
+    iw: idle_wait::IdleWait,
 }
 
 macro_rules! cx {
@@ -228,6 +233,10 @@ macro_rules! cx {
             obs: &[],
             vcpus: &$s.vinfo,
             fusion_levels: &$s.fusion_levels,
+            dsq: $s
+                .dsq
+                .as_deref_mut()
+                .map(|d| d as &mut dyn crate::policy::scx::DsqOps),
         }
     };
 }
@@ -235,6 +244,9 @@ macro_rules! cx {
 mod vm;
 // After `cx!`: the dynamic-processor code uses it.
 pub mod dynamic;
+// After `cx!`: the dispatch-queue code uses it.
+pub mod dsq;
+mod idle_wait;
 
 const HASH_K: u64 = 0x517c_c1b7_2722_0a95;
 
@@ -294,6 +306,10 @@ impl Engine {
         let nagents = s.agents.len();
         let nd = s.machine.domains.len();
         let vmp = vm::build(s.vms, s.tasks.len());
+        let dsq = s
+            .scheduler
+            .uses_dsqs()
+            .then(|| Box::new(dsq::DsqState::new(n, s.tasks.len())));
         let mut e = Engine {
             cpus: vec![CpuRt::default(); n],
             current: vec![None; n],
@@ -346,6 +362,8 @@ impl Engine {
             fusion_levels,
             smt_shared: Vec::new(),
             any_feature: false,
+            dsq,
+            iw: idle_wait::IdleWait::new(n),
         };
         e.any_feature = e
             .progs
@@ -663,6 +681,7 @@ impl Engine {
         let now = self.now;
         let task = &mut self.tasks[t];
         let dt = now.since(task.state_since).0;
+        let old = task.state;
         match task.state {
             TaskState::Runnable => task.c.wait_ns += dt,
             TaskState::Sleeping | TaskState::Blocked => task.c.sleep_ns += dt,
@@ -670,6 +689,7 @@ impl Engine {
         }
         task.state = s;
         task.state_since = now;
+        self.iw_state(t, old, s);
     }
 
     fn jitter(&mut self, prog: usize, x: f64) -> f64 {
@@ -768,7 +788,9 @@ impl Engine {
         flags: EnqFlags,
     ) -> Result<CpuId, SimError> {
         self.src = Src::Sched;
+        self.dsq_mode(dsq::Mode::Select(t));
         let cpu = self.sched.select_cpu(cx!(self), t, prev, flags);
+        self.dsq_mode(dsq::Mode::Other);
         self.apply()?;
         self.src = Src::Sched;
         if cpu >= self.m.ncpus() {
@@ -788,12 +810,20 @@ impl Engine {
                 self.tasks[t].affinity.to_vec(self.m.ncpus())
             )));
         }
+        if self.dsq.is_some() {
+            self.dsq_after_select(t, cpu)?;
+        }
         Ok(cpu)
     }
 
     fn sched_enqueue(&mut self, t: TaskId, cpu: CpuId, flags: EnqFlags) -> Result<(), SimError> {
         self.src = Src::Sched;
-        self.sched.enqueue(cx!(self), t, cpu, flags);
+        // A task queued directly from select_cpu skips enqueue (sched_ext).
+        if !self.dsq_queued(t) {
+            self.dsq_mode(dsq::Mode::Enqueue(cpu));
+            self.sched.enqueue(cx!(self), t, cpu, flags);
+            self.dsq_mode(dsq::Mode::Other);
+        }
         self.apply()?;
         self.kick_idle(cpu);
         Ok(())
@@ -896,12 +926,15 @@ impl Engine {
                         "{what}: cpu {c} does not exist (machine has {n} cpus)"
                     )));
                 }
+                self.iw_affinity(task, true);
                 self.tasks[task].affinity = CpuSet::from_cpus(&cpus, n);
+                self.iw_affinity(task, false);
                 let cur = self.tasks[task].cpu;
                 if !self.tasks[task].affinity.contains(cur) {
                     match self.tasks[task].state {
                         TaskState::Running => self.flag_resched(cur),
                         TaskState::Runnable => {
+                            self.dsq_remove(task);
                             self.src = Src::Sched;
                             self.sched.dequeue(cx!(self), task, cur);
                             self.apply()?;
@@ -1082,6 +1115,7 @@ impl Engine {
             }
         }
         self.current[cpu] = Some(t);
+        self.iw_cpu(cpu);
         self.cpus[cpu].run_since = self.now;
         if !self.level.is_empty() && self.is_vcpu(t) {
             self.vm_vcpu_started(cpu);
@@ -1193,10 +1227,14 @@ impl Engine {
             task: t,
         });
         self.current[cpu] = None;
+        self.iw_cpu(cpu);
         if runnable {
             self.set_state(t, TaskState::Runnable);
         } else {
             self.tasks[t].c.csw_voluntary += 1;
+        }
+        if self.dsq.is_some() {
+            self.dsq_charge(cpu, t);
         }
         self.src = Src::Sched;
         self.sched.stopping(cx!(self), t, cpu, runnable);
@@ -1208,6 +1246,9 @@ impl Engine {
 
     /// Reschedule `cpu`: preempt its task if it is still runnable, then pick.
     fn resched(&mut self, cpu: CpuId) -> Result<(), SimError> {
+        if self.dsq.is_some() {
+            return self.dsq_resched(cpu);
+        }
         self.cpus[cpu].need_resched = false;
         let prev = self.current[cpu];
         if let Some(t) = prev {
@@ -1675,6 +1716,7 @@ impl Engine {
         for c in 0..self.m.ncpus() {
             self.refresh(c);
         }
+        self.dsq_start()?;
         self.src = Src::Gov;
         self.gov.init(cx!(self));
         self.apply()?;
@@ -1902,6 +1944,7 @@ impl Engine {
                         obs: &obs,
                         vcpus: &self.vinfo,
                         fusion_levels: &self.fusion_levels,
+                        dsq: None,
                     };
                     self.agents[i].sample(cx);
                 }
@@ -1911,6 +1954,11 @@ impl Engine {
                     .push(self.now + p, EventClass::Sample, Ev::AgentSample { idx });
             }
             Ev::Dyn(d) => self.handle_dyn(d)?,
+            Ev::Slice { cpu, gen } => {
+                if !self.dsq_slice_expired(cpu as usize, gen) {
+                    return Ok(false);
+                }
+            }
             Ev::End => {}
         }
         Ok(true)

@@ -136,6 +136,7 @@ macro_rules! guest {
             obs: &[],
             vcpus: &[],
             fusion_levels: &[],
+            dsq: None,
         };
         $body
     }};

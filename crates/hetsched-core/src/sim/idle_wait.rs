@@ -1,0 +1,202 @@
+//! Work conservation, measured for every policy: per CPU, the time it was
+//! online and idle while at least one runnable task (queued, not running)
+//! whose affinity allows that CPU waited.
+//!
+//! Kept incrementally at the events that change it (a task becomes or stops
+//! being runnable, a CPU starts or stops running a task, goes on- or
+//! offline, a waiting task's affinity changes), never by scanning every CPU
+//! at every event:
+//! * tasks whose affinity holds every CPU ("full") are counted; a clock `w`
+//!   advances with time while the count is above zero, and a CPU that is
+//!   idle and online accrues the advance of `w` since it became so, which
+//!   is O(1) per change;
+//! * tasks with a restricted affinity are counted per CPU they allow
+//!   (O(CPUs in the affinity) per change), and a CPU idle with only such
+//!   waiters accrues its own interval; only when the full count crosses
+//!   zero are those intervals opened or closed on every CPU, and only while
+//!   restricted waiters exist.
+//!
+//! Tasks inside virtual machines wait for vCPUs, not for host CPUs, and are
+//! not counted.
+
+use super::Engine;
+use crate::hw::CpuId;
+use crate::os::{CpuSet, TaskId, TaskState};
+use crate::time::SimTime;
+
+/// `IdleWait::idle_w` of a CPU that is busy or offline.
+const BUSY: u64 = u64::MAX;
+
+/// The counters (see the module doc).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IdleWait {
+    /// Runnable tasks with a full affinity.
+    full: u32,
+    /// Runnable tasks with a restricted affinity.
+    restricted: u32,
+    /// Time with `full > 0`, ns, up to `last`.
+    w: u64,
+    last: SimTime,
+    /// Per CPU: runnable restricted tasks that allow it.
+    rc: Vec<u32>,
+    /// Per CPU: `w` when it became idle and online ([`BUSY`]: busy or
+    /// offline).
+    idle_w: Vec<u64>,
+    /// Per CPU: start of an interval idle, online, with `full == 0` and
+    /// `rc > 0`.
+    r_since: Vec<Option<SimTime>>,
+    /// Per CPU: accrued time, ns.
+    acc: Vec<u64>,
+}
+
+impl IdleWait {
+    /// Every CPU idle and online, no task waiting.
+    pub(crate) fn new(ncpus: usize) -> IdleWait {
+        IdleWait {
+            rc: vec![0; ncpus],
+            idle_w: vec![0; ncpus],
+            r_since: vec![None; ncpus],
+            acc: vec![0; ncpus],
+            ..IdleWait::default()
+        }
+    }
+
+    #[inline]
+    fn advance(&mut self, now: SimTime) {
+        if self.full > 0 {
+            self.w += now.0 - self.last.0;
+        }
+        self.last = now;
+    }
+
+    fn close_r(&mut self, c: CpuId, now: SimTime) {
+        if let Some(s) = self.r_since[c].take() {
+            self.acc[c] += now.0 - s.0;
+        }
+    }
+
+    /// Time accrued by `cpu` up to `now` (no state change).
+    pub(crate) fn total_ns(&self, cpu: CpuId, now: SimTime) -> u64 {
+        let w = if self.full > 0 {
+            self.w + now.0.saturating_sub(self.last.0)
+        } else {
+            self.w
+        };
+        let m = self.idle_w[cpu];
+        let open_w = if m == BUSY { 0 } else { w - m };
+        let open_r = self.r_since[cpu].map_or(0, |s| now.0.saturating_sub(s.0));
+        self.acc[cpu] + open_w + open_r
+    }
+}
+
+/// Whether a set holds every CPU of an `n`-CPU machine.
+fn is_full(aff: &CpuSet, n: usize) -> bool {
+    match aff {
+        CpuSet::All => true,
+        CpuSet::Mask(_) => (0..n).all(|c| aff.contains(c)),
+    }
+}
+
+impl Engine {
+    /// Task `t` starts (`+1`) or stops (`-1`) waiting with affinity `aff`.
+    fn iw_task(&mut self, t: TaskId, add: bool) {
+        if !self.level.is_empty() && self.is_guest(t) {
+            return;
+        }
+        let now = self.now;
+        let n = self.m.ncpus();
+        let iw = &mut self.iw;
+        iw.advance(now);
+        let aff = &self.tasks[t].affinity;
+        if is_full(aff, n) {
+            let was = iw.full;
+            if add {
+                iw.full += 1;
+            } else {
+                iw.full -= 1;
+            }
+            // Crossing zero hands idle CPUs with restricted waiters from
+            // their own intervals to the shared clock, or back.
+            if iw.restricted > 0 && (was == 0) != (iw.full == 0) {
+                for c in 0..n {
+                    if iw.full > 0 {
+                        iw.close_r(c, now);
+                    } else if iw.idle_w[c] != BUSY && iw.rc[c] > 0 {
+                        iw.r_since[c] = Some(now);
+                    }
+                }
+            }
+            return;
+        }
+        if add {
+            iw.restricted += 1;
+        } else {
+            iw.restricted -= 1;
+        }
+        for c in (0..n).filter(|&c| aff.contains(c)) {
+            if add {
+                iw.rc[c] += 1;
+                if iw.rc[c] == 1 && iw.full == 0 && iw.idle_w[c] != BUSY {
+                    iw.r_since[c] = Some(now);
+                }
+            } else {
+                iw.rc[c] -= 1;
+                if iw.rc[c] == 0 {
+                    iw.close_r(c, now);
+                }
+            }
+        }
+    }
+
+    /// A task's state changes from `old` to `new`.
+    #[inline]
+    pub(super) fn iw_state(&mut self, t: TaskId, old: TaskState, new: TaskState) {
+        if old == new {
+            return;
+        }
+        if old == TaskState::Runnable {
+            self.iw_task(t, false);
+        } else if new == TaskState::Runnable {
+            self.iw_task(t, true);
+        }
+    }
+
+    /// A waiting task's affinity is about to change (`before`) or has
+    /// changed.
+    pub(super) fn iw_affinity(&mut self, t: TaskId, before: bool) {
+        if self.tasks[t].state == TaskState::Runnable {
+            self.iw_task(t, !before);
+        }
+    }
+
+    /// `cpu`'s busy or online state may have changed.
+    #[inline]
+    pub(super) fn iw_cpu(&mut self, cpu: CpuId) {
+        let idle = self.current[cpu].is_none() && self.online[cpu];
+        let iw = &mut self.iw;
+        let m = iw.idle_w[cpu];
+        if idle == (m != BUSY) {
+            return;
+        }
+        let now = self.now;
+        iw.advance(now);
+        // Without restricted waiters no CPU has an interval of its own.
+        if idle {
+            iw.idle_w[cpu] = iw.w;
+            if iw.restricted > 0 && iw.full == 0 && iw.rc[cpu] > 0 {
+                iw.r_since[cpu] = Some(now);
+            }
+        } else {
+            iw.idle_w[cpu] = BUSY;
+            iw.acc[cpu] += iw.w - m;
+            if iw.restricted > 0 {
+                iw.close_r(cpu, now);
+            }
+        }
+    }
+
+    /// CPU-time `cpu` sat idle while a task that may run there waited, s.
+    pub fn idle_while_runnable_s(&self, cpu: CpuId) -> f64 {
+        self.iw.total_ns(cpu, self.now) as f64 * 1e-9
+    }
+}
