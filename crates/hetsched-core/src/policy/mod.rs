@@ -30,6 +30,7 @@ pub mod chameleon;
 pub mod credit;
 pub mod dwrr;
 pub mod edf;
+pub mod fair;
 pub mod fam;
 pub mod governors;
 pub mod patel;
