@@ -494,6 +494,11 @@ pub struct ProgramSpec {
     /// `k + 1` on (after `k` completed instances).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nice_schedule: Vec<NiceStep>,
+    /// Custom scheduling slice of its threads, ms, 0.1 to 100: what
+    /// `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task (used by
+    /// `eevdf`; default: the scheduler's base slice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_ms: Option<f64>,
     /// Allowed CPUs (default all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Vec<u32>>,
@@ -1530,6 +1535,9 @@ pub(crate) fn build_workload(
                 format!("{} is out of range; allowed -20 to 19", p.nice),
             ));
         }
+        if let Some(s) = p.slice_ms {
+            finite_in(&format!("{base}.slice_ms"), s, 0.1, 100.0, "0.1 to 100 (ms)")?;
+        }
         let mut prev_after = 0;
         for (k, step) in p.nice_schedule.iter().enumerate() {
             let sp = format!("{base}.nice_schedule[{k}]");
@@ -1913,6 +1921,7 @@ pub(crate) fn build_workload(
                 affinity: affinity.clone(),
                 nice: p.nice,
                 weight,
+                slice_ns: p.slice_ms.map(|s| (s * 1e6).round() as u64),
                 remaining: 0.0,
                 param: 0,
                 pending_io: 0,
