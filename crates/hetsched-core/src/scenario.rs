@@ -1536,7 +1536,13 @@ pub(crate) fn build_workload(
             ));
         }
         if let Some(s) = p.slice_ms {
-            finite_in(&format!("{base}.slice_ms"), s, 0.1, 100.0, "0.1 to 100 (ms)")?;
+            finite_in(
+                &format!("{base}.slice_ms"),
+                s,
+                0.1,
+                100.0,
+                "0.1 to 100 (ms)",
+            )?;
         }
         let mut prev_after = 0;
         for (k, step) in p.nice_schedule.iter().enumerate() {

@@ -70,7 +70,9 @@ fn five_nice_values_share_one_cpu_as_their_weights() {
 /// A periodic task (0.5 ms every 10 ms) beside a spinner on one CPU: its
 /// wake-up latencies (release to running), sorted, in ms.
 fn periodic_latencies(slice: Option<f64>) -> Vec<f64> {
-    let slice = slice.map(|s| format!("slice_ms = {s}\n")).unwrap_or_default();
+    let slice = slice
+        .map(|s| format!("slice_ms = {s}\n"))
+        .unwrap_or_default();
     let text = format!(
         r#"
 name = "latency"
@@ -169,9 +171,15 @@ fn same_scenario_same_trace_hash() {
 fn bad_parameters_and_slices_are_named() {
     let base = spinners(&[0], 1.0);
     let e = err(&base.replace("\"eevdf\"", "\"eevdf[base_slice_ms=0]\""));
-    assert!(e.contains("eevdf[base_slice_ms]: 0 is out of range; allowed 0.1 to 100"), "{e}");
+    assert!(
+        e.contains("eevdf[base_slice_ms]: 0 is out of range; allowed 0.1 to 100"),
+        "{e}"
+    );
     let e = err(&base.replace("\"eevdf\"", "\"eevdf[delay_dequeue=maybe]\""));
-    assert!(e.contains("eevdf[delay_dequeue]: \"maybe\" is not a boolean"), "{e}");
+    assert!(
+        e.contains("eevdf[delay_dequeue]: \"maybe\" is not a boolean"),
+        "{e}"
+    );
     let e = err(&base.replace("\"eevdf\"", "\"eevdf[next_buddy=true]\""));
     assert!(e.contains("has no parameter \"next_buddy\""), "{e}");
     let e = err(&format!("{base}slice_ms = 0.05\n"));

@@ -40,13 +40,12 @@
 //! PELT average; cache-hot and NUMA-fault heuristics are not modelled; no
 //! group scheduling (every task is a top-level entity).
 
-use super::fair::{self, calc_delta_fair, mul_div, Balancer, FairQueues};
+use super::fair::{self, calc_delta_fair, mul_div, Balancer, FairQueues, Timeline};
 use super::fam::FaultMigrate;
 use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 use crate::time::SimTime;
-use std::collections::BTreeSet;
 
 fn params() -> Vec<ParamDef> {
     let mut v = vec![
@@ -185,113 +184,9 @@ struct Se {
 /// Per-CPU runqueue.
 #[derive(Clone, Debug, Default)]
 struct Rq {
-    timeline: Timeline,
+    timeline: Timeline<(u64, TaskId)>,
     curr: Option<TaskId>,
     min_vruntime: u64,
-}
-
-/// A runqueue's timeline: the queued tasks ordered by `(vruntime, task)`.
-///
-/// CFS runqueues are usually short (a few tasks per CPU), where a sorted
-/// vector beats any tree: the leftmost task is its last element (the vector
-/// is kept in descending order), so picking it is a `pop`, and inserting or
-/// removing moves a few entries. Past [`Timeline::SMALL_MAX`] entries it
-/// turns into a B-tree (O(log n) whatever the length) and back below
-/// [`Timeline::SMALL_BACK`]. Both hold the same set in the same order, so
-/// the choice never changes a decision.
-#[derive(Clone, Debug)]
-enum Timeline {
-    /// Descending order: the leftmost (smallest) key is last.
-    Small(Vec<(u64, TaskId)>),
-    Big(BTreeSet<(u64, TaskId)>),
-}
-
-impl Default for Timeline {
-    fn default() -> Self {
-        Timeline::Small(Vec::new())
-    }
-}
-
-impl Timeline {
-    /// Longest sorted vector; one more entry turns it into a tree.
-    const SMALL_MAX: usize = 48;
-    /// A tree shorter than this turns back into a vector.
-    const SMALL_BACK: usize = 16;
-
-    #[inline]
-    fn insert(&mut self, key: (u64, TaskId)) {
-        match self {
-            Timeline::Small(v) => {
-                let at = v.partition_point(|e| *e > key);
-                debug_assert!(v.get(at) != Some(&key), "duplicate timeline key");
-                v.insert(at, key);
-                if v.len() > Self::SMALL_MAX {
-                    *self = Timeline::Big(v.iter().copied().collect());
-                }
-            }
-            Timeline::Big(b) => {
-                b.insert(key);
-            }
-        }
-    }
-
-    /// Remove `key`; whether it was there.
-    #[inline]
-    fn remove(&mut self, key: &(u64, TaskId)) -> bool {
-        match self {
-            Timeline::Small(v) => match v.binary_search_by(|e| key.cmp(e)) {
-                Ok(i) => {
-                    v.remove(i);
-                    true
-                }
-                Err(_) => false,
-            },
-            Timeline::Big(b) => {
-                let found = b.remove(key);
-                self.maybe_shrink();
-                found
-            }
-        }
-    }
-
-    /// Remove and return the leftmost key.
-    #[inline]
-    fn pop_first(&mut self) -> Option<(u64, TaskId)> {
-        match self {
-            Timeline::Small(v) => v.pop(),
-            Timeline::Big(b) => {
-                let first = b.pop_first();
-                self.maybe_shrink();
-                first
-            }
-        }
-    }
-
-    fn maybe_shrink(&mut self) {
-        if let Timeline::Big(b) = self {
-            if b.len() < Self::SMALL_BACK {
-                *self = Timeline::Small(b.iter().rev().copied().collect());
-            }
-        }
-    }
-
-    /// The leftmost key.
-    #[inline]
-    fn first(&self) -> Option<(u64, TaskId)> {
-        match self {
-            Timeline::Small(v) => v.last().copied(),
-            Timeline::Big(b) => b.first().copied(),
-        }
-    }
-
-    /// The keys in ascending order.
-    fn iter(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
-        let (small, big) = match self {
-            Timeline::Small(v) => (Some(v.iter().rev().copied()), None),
-            Timeline::Big(b) => (None, Some(b.iter().copied())),
-        };
-        small.into_iter().flatten().chain(big.into_iter().flatten())
-    }
 }
 
 /// The CFS scheduler (and, with `pinned`, its no-migration variant).
@@ -849,44 +744,5 @@ impl Scheduler for Cfs {
             self.bal.load[cpu] = self.bal.load[cpu] - old_w + new_w;
         }
         self.se[t].weight = new_w;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The timeline holds exactly what a B-tree set would, in the same
-        /// order, through growing into a tree and shrinking back.
-        #[test]
-        fn timeline_matches_btreeset(ops in proptest::collection::vec((0u8..5, 0u64..40, 0usize..80), 1..600)) {
-            let mut tl = Timeline::default();
-            let mut model: BTreeSet<(u64, TaskId)> = BTreeSet::new();
-            for (op, v, t) in ops {
-                let key = (v, t);
-                match op {
-                    0 | 1 => {
-                        if model.insert(key) {
-                            tl.insert(key);
-                        }
-                    }
-                    2 => prop_assert_eq!(tl.remove(&key), model.remove(&key)),
-                    _ => prop_assert_eq!(tl.pop_first(), model.pop_first()),
-                }
-                prop_assert_eq!(tl.first(), model.first().copied());
-                let got: Vec<_> = tl.iter().collect();
-                let want: Vec<_> = model.iter().copied().collect();
-                prop_assert_eq!(got, want);
-            }
-            // Drain it: the tree turns back into a vector on the way.
-            while !model.is_empty() {
-                prop_assert_eq!(tl.pop_first(), model.pop_first());
-                prop_assert_eq!(tl.first(), model.first().copied());
-            }
-            prop_assert_eq!(tl.pop_first(), None);
-        }
     }
 }

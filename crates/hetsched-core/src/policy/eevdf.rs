@@ -43,12 +43,13 @@
 //! 8))) (SCHED_TUNABLESCALING_LOG); a program's `slice_ms` is a custom slice
 //! as `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task.
 //!
-//! Pick complexity: the queue is a B-tree ordered by deadline; the pick scans
-//! it from the earliest deadline to the first eligible entity: O(log n) when
-//! that is among the first few (the usual case: at least one entity is always
-//! eligible, and the earliest deadlines are usually held by eligible
-//! entities), O(n) in the worst case. The kernel's tree augmented with each
-//! subtree's minimum vruntime finds the same entity in O(log n).
+//! Pick complexity: the queue is ordered by deadline (a sorted vector while
+//! short, a B-tree when long: `fair::Timeline`, shared with `cfs`), and the
+//! pick scans it from the earliest deadline to the first eligible entity,
+//! O(1) per entity: a few entities in the usual case (at least one entity is
+//! always eligible, and the earliest deadlines usually belong to eligible
+//! ones), n at worst. The kernel's tree, augmented with each subtree's
+//! minimum vruntime, finds the same entity in O(log n).
 //!
 //! Ticks: the kernel ticks every busy CPU, and a running entity's deadline is
 //! renewed at the first tick past it. This model asks the engine for ticks
@@ -66,12 +67,11 @@
 //! `h_nr_runnable`), and an exiting task that was delayed leaves the queue
 //! at the CPU's next pick or enqueue (the kernel's `task_dead_fair`).
 
-use super::fair::{self, calc_delta_fair, Balancer, FairQueues};
+use super::fair::{self, calc_delta_fair, Balancer, FairQueues, Timeline};
 use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::{TaskId, TaskState};
 use crate::time::SimTime;
-use std::collections::BTreeSet;
 
 /// The kernel's default base slice before scaling, ns (`sysctl_sched_base_slice`
 /// = 750 µs normalised, kernel/sched/fair.c).
@@ -193,7 +193,7 @@ struct Se {
 #[derive(Clone, Debug, Default)]
 struct Rq {
     /// Queued entities (not the running one), by `(deadline, seq, task)`.
-    tree: BTreeSet<(i64, u64, TaskId)>,
+    tree: Timeline<(i64, u64, TaskId)>,
     curr: Option<TaskId>,
     /// The entity that ran last and was put back (the kernel's `curr` at
     /// pick time): RUN_TO_PARITY and ties consider it.
@@ -474,17 +474,14 @@ impl Eevdf {
 
     /// Exited tasks that were delayed leave the queue.
     fn purge_exited(&mut self, cx: &Ctx, cpu: CpuId) {
-        if self.rqs[cpu].delayed.is_empty() {
-            return;
-        }
-        let dead: Vec<TaskId> = self.rqs[cpu]
-            .delayed
-            .iter()
-            .copied()
-            .filter(|&t| cx.task(t).state == TaskState::Exited)
-            .collect();
-        for t in dead {
-            self.finish_delayed(cpu, t);
+        let mut i = 0;
+        while i < self.rqs[cpu].delayed.len() {
+            let t = self.rqs[cpu].delayed[i];
+            if cx.task(t).state == TaskState::Exited {
+                self.finish_delayed(cpu, t); // removes it from `delayed`
+            } else {
+                i += 1;
+            }
         }
     }
 
@@ -554,18 +551,22 @@ impl Eevdf {
         if rq.nr_running == 1 {
             return rq.curr.or(first);
         }
-        let curr = curr.filter(|&c| self.eligible(cpu, c));
+        let (sum, load) = self.sums(cpu);
+        let eligible = |t: TaskId| sum >= self.se[t].vruntime as i128 * load;
+        let curr = curr.filter(|&c| eligible(c));
         if let Some(c) = curr {
             if self.f.run_to_parity && self.se[c].protected {
                 return Some(c);
             }
         }
-        let best = rq.tree.iter().map(|e| e.2).find(|&t| self.eligible(cpu, t));
+        let best = rq.tree.iter().map(|e| e.2).find(|&t| eligible(t));
         match (best, curr) {
             // The running entity (not in the tree) wins only with a strictly
             // earlier deadline; one put back in the tree was ordered by the
             // scan (queued last, it loses ties, as the kernel's curr does).
-            (Some(b), Some(c)) if rq.curr == Some(c) && self.se[c].deadline < self.se[b].deadline => {
+            (Some(b), Some(c))
+                if rq.curr == Some(c) && self.se[c].deadline < self.se[b].deadline =>
+            {
                 Some(c)
             }
             (None, c) => c,
@@ -717,7 +718,7 @@ impl FairQueues for Eevdf {
     }
 
     fn for_each_movable(&self, cpu: CpuId, mut f: impl FnMut(TaskId)) {
-        for &(_, _, t) in &self.rqs[cpu].tree {
+        for (_, _, t) in self.rqs[cpu].tree.iter() {
             if !self.se[t].delayed {
                 f(t);
             }
@@ -991,7 +992,8 @@ mod tests {
 
     #[test]
     fn placement_scales_the_lag_by_the_load_it_joins() {
-        let mut s = bare(1); // base slice 0.75 ms
+        // Base slice 0.75 ms.
+        let mut s = bare(1);
         // A queue with one nice-0 entity at v = 10_000 (V = 10_000), and a
         // nice-0 task coming back with vlag = +300 (it was owed time):
         // lag = 300 × (1024 + 1024) / 1024 = 600, v = 10_000 − 600 = 9_400,
@@ -1066,7 +1068,8 @@ mod tests {
 
     #[test]
     fn a_sleeper_with_negative_lag_stays_queued_until_eligible() {
-        let mut s = bare(1); // slice 0.75 ms, tick 4 ms
+        // Slice 0.75 ms, tick 4 ms.
+        let mut s = bare(1);
         // Spinner 0 queued at v = 0 (deadline 0.75 ms); task 1 running at
         // v = 1 ms (deadline 2 ms): V = 0.5 ms, task 1 is 0.5 ms past it.
         put(&mut s, 0, 0, 1024, 750_000);
@@ -1104,7 +1107,8 @@ mod tests {
 
     #[test]
     fn skipped_ticks_renew_the_deadline_where_ticks_would() {
-        let mut s = bare(1); // slice 0.75 ms, tick 4 ms
+        // Slice 0.75 ms, tick 4 ms.
+        let mut s = bare(1);
         put(&mut s, 0, 0, 1024, 750_000);
         s.tree_remove(0, 0);
         s.rqs[0].curr = Some(0);

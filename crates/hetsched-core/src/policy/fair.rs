@@ -17,6 +17,7 @@ use super::{Ctx, EnqFlags};
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 use crate::time::SimTime;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// Weight of a nice-0 task.
@@ -110,6 +111,111 @@ impl CpuBits {
     /// The members in ascending order.
     pub(super) fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
         super::set_bits(&self.words)
+    }
+}
+
+/// A runqueue's timeline: the queued tasks in key order (`cfs`: `(vruntime,
+/// task)`; `eevdf`: `(deadline, queued order, task)`).
+///
+/// Fair-class runqueues are usually short (a few tasks per CPU), where a sorted
+/// vector beats any tree: the leftmost task is its last element (the vector
+/// is kept in descending order), so picking it is a `pop`, and inserting or
+/// removing moves a few entries. Past [`Timeline::SMALL_MAX`] entries it
+/// turns into a B-tree (O(log n) whatever the length) and back below
+/// [`Timeline::SMALL_BACK`]. Both hold the same set in the same order, so
+/// the choice never changes a decision.
+#[derive(Clone, Debug)]
+pub(super) enum Timeline<K> {
+    /// Descending order: the leftmost (smallest) key is last.
+    Small(Vec<K>),
+    Big(BTreeSet<K>),
+}
+
+impl<K> Default for Timeline<K> {
+    fn default() -> Self {
+        Timeline::Small(Vec::new())
+    }
+}
+
+impl<K: Ord + Copy> Timeline<K> {
+    /// Longest sorted vector; one more entry turns it into a tree.
+    const SMALL_MAX: usize = 48;
+    /// A tree shorter than this turns back into a vector.
+    const SMALL_BACK: usize = 16;
+
+    #[inline]
+    pub(super) fn insert(&mut self, key: K) {
+        match self {
+            Timeline::Small(v) => {
+                let at = v.partition_point(|e| *e > key);
+                debug_assert!(v.get(at) != Some(&key), "duplicate timeline key");
+                v.insert(at, key);
+                if v.len() > Self::SMALL_MAX {
+                    *self = Timeline::Big(v.iter().copied().collect());
+                }
+            }
+            Timeline::Big(b) => {
+                b.insert(key);
+            }
+        }
+    }
+
+    /// Remove `key`; whether it was there.
+    #[inline]
+    pub(super) fn remove(&mut self, key: &K) -> bool {
+        match self {
+            Timeline::Small(v) => match v.binary_search_by(|e| key.cmp(e)) {
+                Ok(i) => {
+                    v.remove(i);
+                    true
+                }
+                Err(_) => false,
+            },
+            Timeline::Big(b) => {
+                let found = b.remove(key);
+                self.maybe_shrink();
+                found
+            }
+        }
+    }
+
+    /// Remove and return the leftmost key.
+    #[inline]
+    pub(super) fn pop_first(&mut self) -> Option<K> {
+        match self {
+            Timeline::Small(v) => v.pop(),
+            Timeline::Big(b) => {
+                let first = b.pop_first();
+                self.maybe_shrink();
+                first
+            }
+        }
+    }
+
+    fn maybe_shrink(&mut self) {
+        if let Timeline::Big(b) = self {
+            if b.len() < Self::SMALL_BACK {
+                *self = Timeline::Small(b.iter().rev().copied().collect());
+            }
+        }
+    }
+
+    /// The leftmost key.
+    #[inline]
+    pub(super) fn first(&self) -> Option<K> {
+        match self {
+            Timeline::Small(v) => v.last().copied(),
+            Timeline::Big(b) => b.first().copied(),
+        }
+    }
+
+    /// The keys in ascending order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = K> + '_ {
+        let (small, big) = match self {
+            Timeline::Small(v) => (Some(v.iter().rev().copied()), None),
+            Timeline::Big(b) => (None, Some(b.iter().copied())),
+        };
+        small.into_iter().flatten().chain(big.into_iter().flatten())
     }
 }
 
@@ -565,8 +671,8 @@ pub(super) fn tick_balance<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::TaskId;
     use proptest::prelude::*;
-    use std::collections::BTreeSet;
 
     #[test]
     fn calc_delta_fair_uses_the_weight_ratio() {
@@ -576,6 +682,36 @@ mod tests {
     }
 
     proptest! {
+        /// The timeline holds exactly what a B-tree set would, in the same
+        /// order, through growing into a tree and shrinking back.
+        #[test]
+        fn timeline_matches_btreeset(ops in proptest::collection::vec((0u8..5, 0u64..40, 0usize..80), 1..600)) {
+            let mut tl = Timeline::default();
+            let mut model: BTreeSet<(u64, TaskId)> = BTreeSet::new();
+            for (op, v, t) in ops {
+                let key = (v, t);
+                match op {
+                    0 | 1 => {
+                        if model.insert(key) {
+                            tl.insert(key);
+                        }
+                    }
+                    2 => prop_assert_eq!(tl.remove(&key), model.remove(&key)),
+                    _ => prop_assert_eq!(tl.pop_first(), model.pop_first()),
+                }
+                prop_assert_eq!(tl.first(), model.first().copied());
+                let got: Vec<_> = tl.iter().collect();
+                let want: Vec<_> = model.iter().copied().collect();
+                prop_assert_eq!(got, want);
+            }
+            // Drain it: the tree turns back into a vector on the way.
+            while !model.is_empty() {
+                prop_assert_eq!(tl.pop_first(), model.pop_first());
+                prop_assert_eq!(tl.first(), model.first().copied());
+            }
+            prop_assert_eq!(tl.pop_first(), None);
+        }
+
         /// The CPU bit set agrees with a B-tree set on membership, size and
         /// ascending iteration.
         #[test]
