@@ -789,6 +789,12 @@ impl Scheduler for Eevdf {
                 se.weight = weight;
                 se.custom_slice = custom.is_some();
                 se.slice = custom.unwrap_or(base);
+            } else if !se.on_rq && se.weight != weight {
+                // Its weight changed while it was off the queue without a
+                // reweight call (a new instance of a program with a nice
+                // schedule): scale its lag as `reweight_entity` does.
+                se.vlag = (se.vlag as i128 * se.weight as i128 / weight.max(1) as i128) as i64;
+                se.weight = weight;
             }
         }
         let resched = self.update_curr(cpu, now);
