@@ -175,6 +175,10 @@ pub struct Task {
     pub nice: i32,
     /// Load weight from [`NICE_TO_WEIGHT`].
     pub weight: u32,
+    /// Custom fair-class slice, ns (the program's `slice_ms`: what
+    /// `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task);
+    /// `None`: the scheduler's base slice.
+    pub slice_ns: Option<u64>,
     /// Remaining reference work of the current compute phase.
     pub remaining: f64,
     /// Index of the current compute parameters in the program's table.

@@ -33,19 +33,19 @@
 //!   only CPUs from which a pull can take anything — on behalf of the least
 //!   loaded CPU of the least loaded group; migration always respects affinity.
 //!
+//! Per-CPU counts, wake-up placement and the three kinds of balancing are
+//! shared with `eevdf` (`fair.rs`): the same code serves both.
+//!
 //! Simplifications, stated: load is the instantaneous sum of weights, not a
 //! PELT average; cache-hot and NUMA-fault heuristics are not modelled; no
 //! group scheduling (every task is a top-level entity).
 
+use super::fair::{self, calc_delta_fair, mul_div, Balancer, FairQueues, Timeline};
 use super::fam::FaultMigrate;
 use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 use crate::time::SimTime;
-use std::collections::BTreeSet;
-use std::sync::Arc;
-
-const NICE_0_LOAD: u64 = 1024;
 
 fn params() -> Vec<ParamDef> {
     let mut v = vec![
@@ -184,242 +184,25 @@ struct Se {
 /// Per-CPU runqueue.
 #[derive(Clone, Debug, Default)]
 struct Rq {
-    timeline: Timeline,
+    timeline: Timeline<(u64, TaskId)>,
     curr: Option<TaskId>,
-    /// Sum of weights of queued tasks and the current one.
-    load: u64,
-    /// Queued tasks plus the current one.
-    nr: u32,
     min_vruntime: u64,
-}
-
-/// A runqueue's timeline: the queued tasks ordered by `(vruntime, task)`.
-///
-/// CFS runqueues are usually short (a few tasks per CPU), where a sorted
-/// vector beats any tree: the leftmost task is its last element (the vector
-/// is kept in descending order), so picking it is a `pop`, and inserting or
-/// removing moves a few entries. Past [`Timeline::SMALL_MAX`] entries it
-/// turns into a B-tree (O(log n) whatever the length) and back below
-/// [`Timeline::SMALL_BACK`]. Both hold the same set in the same order, so
-/// the choice never changes a decision.
-#[derive(Clone, Debug)]
-enum Timeline {
-    /// Descending order: the leftmost (smallest) key is last.
-    Small(Vec<(u64, TaskId)>),
-    Big(BTreeSet<(u64, TaskId)>),
-}
-
-impl Default for Timeline {
-    fn default() -> Self {
-        Timeline::Small(Vec::new())
-    }
-}
-
-impl Timeline {
-    /// Longest sorted vector; one more entry turns it into a tree.
-    const SMALL_MAX: usize = 48;
-    /// A tree shorter than this turns back into a vector.
-    const SMALL_BACK: usize = 16;
-
-    #[inline]
-    fn insert(&mut self, key: (u64, TaskId)) {
-        match self {
-            Timeline::Small(v) => {
-                let at = v.partition_point(|e| *e > key);
-                debug_assert!(v.get(at) != Some(&key), "duplicate timeline key");
-                v.insert(at, key);
-                if v.len() > Self::SMALL_MAX {
-                    *self = Timeline::Big(v.iter().copied().collect());
-                }
-            }
-            Timeline::Big(b) => {
-                b.insert(key);
-            }
-        }
-    }
-
-    /// Remove `key`; whether it was there.
-    #[inline]
-    fn remove(&mut self, key: &(u64, TaskId)) -> bool {
-        match self {
-            Timeline::Small(v) => match v.binary_search_by(|e| key.cmp(e)) {
-                Ok(i) => {
-                    v.remove(i);
-                    true
-                }
-                Err(_) => false,
-            },
-            Timeline::Big(b) => {
-                let found = b.remove(key);
-                self.maybe_shrink();
-                found
-            }
-        }
-    }
-
-    /// Remove and return the leftmost key.
-    #[inline]
-    fn pop_first(&mut self) -> Option<(u64, TaskId)> {
-        match self {
-            Timeline::Small(v) => v.pop(),
-            Timeline::Big(b) => {
-                let first = b.pop_first();
-                self.maybe_shrink();
-                first
-            }
-        }
-    }
-
-    fn maybe_shrink(&mut self) {
-        if let Timeline::Big(b) = self {
-            if b.len() < Self::SMALL_BACK {
-                *self = Timeline::Small(b.iter().rev().copied().collect());
-            }
-        }
-    }
-
-    /// The leftmost key.
-    #[inline]
-    fn first(&self) -> Option<(u64, TaskId)> {
-        match self {
-            Timeline::Small(v) => v.last().copied(),
-            Timeline::Big(b) => b.first().copied(),
-        }
-    }
-
-    /// The keys in ascending order.
-    fn iter(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
-        let (small, big) = match self {
-            Timeline::Small(v) => (Some(v.iter().rev().copied()), None),
-            Timeline::Big(b) => (None, Some(b.iter().copied())),
-        };
-        small.into_iter().flatten().chain(big.into_iter().flatten())
-    }
-}
-
-/// A set of CPUs as a bit mask with its size, for the scheduler's idle and
-/// overloaded sets: O(1) insert, remove, membership and size; iteration in
-/// ascending order.
-#[derive(Clone, Debug)]
-struct CpuBits {
-    words: Vec<u64>,
-    len: usize,
-}
-
-impl CpuBits {
-    fn new(n: usize) -> CpuBits {
-        CpuBits {
-            words: vec![0; n.div_ceil(64).max(1)],
-            len: 0,
-        }
-    }
-
-    fn full(n: usize) -> CpuBits {
-        let mut s = CpuBits::new(n);
-        for c in 0..n {
-            s.insert(c);
-        }
-        s
-    }
-
-    #[inline]
-    fn contains(&self, c: CpuId) -> bool {
-        self.words[c / 64] & (1u64 << (c % 64)) != 0
-    }
-
-    #[inline]
-    fn insert(&mut self, c: CpuId) {
-        let w = &mut self.words[c / 64];
-        let bit = 1u64 << (c % 64);
-        if *w & bit == 0 {
-            *w |= bit;
-            self.len += 1;
-        }
-    }
-
-    #[inline]
-    fn remove(&mut self, c: CpuId) {
-        let w = &mut self.words[c / 64];
-        let bit = 1u64 << (c % 64);
-        if *w & bit != 0 {
-            *w &= !bit;
-            self.len -= 1;
-        }
-    }
-
-    #[inline]
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The members in ascending order.
-    fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        super::set_bits(&self.words)
-    }
-}
-
-/// One scheduling-domain level of a CPU.
-#[derive(Clone, Debug)]
-struct Level {
-    span: Arc<[CpuId]>,
-    interval: SimTime,
 }
 
 /// The CFS scheduler (and, with `pinned`, its no-migration variant).
 pub struct Cfs {
     name: String,
     pinned: bool,
-    balance: bool,
     latency: u64,
     min_gran: u64,
     wakeup_gran: u64,
-    busy_factor: u64,
     rqs: Vec<Rq>,
     se: Vec<Se>,
-    levels: Vec<Vec<Level>>,
-    next_balance: Vec<Vec<SimTime>>,
-    /// Per CPU and level: periodic balances in a row that found an imbalance
-    /// but no task light enough to move (the kernel's `nr_balance_failed`).
-    balance_failed: Vec<Vec<u32>>,
-    /// Per CPU: when periodic balancing last moved a task to it. Among equally
-    /// loaded CPUs the one that pulled longest ago pulls next, as each CPU
-    /// balancing on its own tick would.
-    last_pull: Vec<SimTime>,
-    idle: CpuBits,
-    /// CPUs with two or more tasks (the kernel's "overloaded"): the only
-    /// ones newidle balancing can pull from.
-    overloaded: CpuBits,
-    /// Per CPU, the widest domain span inside its LLC (`select_idle_sibling`'s
-    /// scan), computed once since the topology does not change.
-    llc_span: Vec<Option<Arc<[CpuId]>>>,
+    /// Per-CPU counts, placement and balancing, shared with `eevdf`.
+    bal: Balancer,
     fam: FaultMigrate,
     capacity_aware: bool,
     eas: bool,
-}
-
-/// `a × b / c` without overflow, in 64-bit arithmetic when the product fits
-/// (always, in practice) and 128-bit otherwise; the same result either way.
-#[inline]
-fn mul_div(a: u64, b: u64, c: u64) -> u64 {
-    match a.checked_mul(b) {
-        Some(p) => p / c,
-        None => ((a as u128 * b as u128) / c as u128) as u64,
-    }
-}
-
-/// `delta × 1024 / weight`, the kernel's `calc_delta_fair`.
-#[inline]
-fn calc_delta_fair(delta: u64, weight: u64) -> u64 {
-    if weight == NICE_0_LOAD {
-        delta
-    } else {
-        mul_div(delta, NICE_0_LOAD, weight.max(1))
-    }
 }
 
 impl Cfs {
@@ -446,7 +229,7 @@ impl Cfs {
             "cfs"
         };
         let p = Params::new(name, &ps.params, &defs)?;
-        let factor = 1 + (m.ncpus().clamp(1, 8) as u64).ilog2() as u64;
+        let factor = fair::tunable_scale(m);
         let ms = |key: &str, base_us: u64| -> Result<u64, String> {
             if p.given(key) {
                 Ok((p.f64(key, 0.001, 10_000.0)? * 1e6).round() as u64)
@@ -470,39 +253,15 @@ impl Cfs {
             full = format!("{name}[{}]", parts.join(","));
         }
         let n = m.ncpus();
-        let levels = build_levels(m);
-        let llc_span = (0..n)
-            .map(|p| {
-                let llc = m.cpus[p].llc;
-                levels[p]
-                    .iter()
-                    .rev()
-                    .find(|l| l.span.iter().all(|&c| m.cpus[c].llc == llc))
-                    .map(|l| l.span.clone())
-            })
-            .collect();
-        let next_balance = levels
-            .iter()
-            .map(|l| vec![SimTime::ZERO; l.len()])
-            .collect();
-        let balance_failed = levels.iter().map(|l| vec![0; l.len()]).collect();
         Ok(Cfs {
             name: full,
             pinned,
-            balance,
             latency,
             min_gran,
             wakeup_gran,
-            busy_factor,
             rqs: vec![Rq::default(); n],
             se: Vec::new(),
-            levels,
-            next_balance,
-            balance_failed,
-            last_pull: vec![SimTime::ZERO; n],
-            idle: CpuBits::full(n),
-            overloaded: CpuBits::new(n),
-            llc_span,
+            bal: Balancer::new(m, balance, busy_factor),
             fam,
             capacity_aware: !pinned && (p.bool("capacity_aware")? || p.bool("eas")?),
             // EAS needs asymmetric CPUs (as the kernel's sched_energy_present).
@@ -523,24 +282,7 @@ impl Cfs {
     }
 
     fn is_idle(&self, cx: &Ctx, cpu: CpuId) -> bool {
-        self.rqs[cpu].nr == 0 && cx.current(cpu).is_none() && cx.online(cpu)
-    }
-
-    fn set_nr(&mut self, cpu: CpuId, delta: i32) {
-        let rq = &mut self.rqs[cpu];
-        let before = rq.nr;
-        rq.nr = (rq.nr as i64 + delta as i64) as u32;
-        let after = rq.nr;
-        if before == 0 && after > 0 {
-            self.idle.remove(cpu);
-        } else if before > 0 && after == 0 {
-            self.idle.insert(cpu);
-        }
-        if before < 2 && after >= 2 {
-            self.overloaded.insert(cpu);
-        } else if before >= 2 && after < 2 {
-            self.overloaded.remove(cpu);
-        }
+        self.bal.is_idle(cx, cpu)
     }
 
     fn update_min_vruntime(&mut self, cpu: CpuId) {
@@ -577,7 +319,7 @@ impl Cfs {
     fn sched_slice(&self, cpu: CpuId, t: TaskId) -> u64 {
         let rq = &self.rqs[cpu];
         let se = &self.se[t];
-        let (mut nr, mut load) = (rq.nr as u64, rq.load);
+        let (mut nr, mut load) = (self.bal.nr[cpu] as u64, self.bal.load[cpu]);
         if !se.queued && rq.curr != Some(t) {
             nr += 1;
             load += se.weight;
@@ -608,8 +350,7 @@ impl Cfs {
         let key = (se.vruntime, t);
         let w = se.weight;
         self.rqs[cpu].timeline.insert(key);
-        self.rqs[cpu].load += w;
-        self.set_nr(cpu, 1);
+        self.bal.add(cpu, w);
     }
 
     fn remove(&mut self, t: TaskId, cpu: CpuId) {
@@ -619,8 +360,7 @@ impl Cfs {
         let w = se.weight;
         let removed = self.rqs[cpu].timeline.remove(&key);
         debug_assert!(removed, "task {t} not queued on cpu {cpu}");
-        self.rqs[cpu].load -= w;
-        self.set_nr(cpu, -1);
+        self.bal.sub(cpu, w);
     }
 
     fn sync_tick(&self, cx: &mut Ctx, cpu: CpuId) {
@@ -629,7 +369,7 @@ impl Cfs {
         // Capacity awareness checks for misfits on every busy CPU's tick, as
         // the kernel's NO_HZ_IDLE ticks every busy CPU.
         let misfit_watch = self.capacity_aware && rq.curr.is_some();
-        cx.want_tick(cpu, rq.nr >= 2 || away || misfit_watch);
+        cx.want_tick(cpu, self.bal.nr[cpu] >= 2 || away || misfit_watch);
     }
 
     /// Bring `t`'s utilisation up to `now`; `running_on` is the CPU it ran on
@@ -756,59 +496,36 @@ impl Cfs {
         best.map(|b| b.2)
     }
 
-    /// Least loaded allowed online CPU (ties: lowest id).
-    /// SMT siblings of `cpu` that are running or have queued work (0 without
-    /// SMT).
-    fn busy_siblings(&self, cx: &Ctx, cpu: CpuId) -> u32 {
-        cx.machine.cpus[cpu]
-            .siblings
-            .iter()
-            .filter(|&&s| cx.current(s).is_some() || self.rqs[s].nr > 0)
-            .count() as u32
-    }
-
     fn idlest(&self, cx: &Ctx, t: TaskId) -> CpuId {
-        let aff = &cx.task(t).affinity;
-        let mut best: Option<(u64, u32, u32, CpuId)> = None;
-        for c in 0..cx.ncpus() {
-            if !aff.contains(c) || !cx.online(c) {
-                continue;
-            }
-            let busy = cx.current(c).is_some() as u64;
-            // find_idlest_group: at equal load a CPU whose core has more idle
-            // hyperthreads wins (a fully idle core before a shared one).
-            let key = (
-                self.rqs[c].load.max(busy * NICE_0_LOAD),
-                self.busy_siblings(cx, c),
-                self.rqs[c].nr,
-                c,
-            );
-            if best.is_none_or(|b| key < b) {
-                best = Some(key);
-            }
-        }
-        best.map(|b| b.3).unwrap_or(cx.task(t).cpu)
+        self.bal.idlest(cx, t)
+    }
+}
+
+impl FairQueues for Cfs {
+    fn bal(&self) -> &Balancer {
+        &self.bal
     }
 
-    /// The coldest queued task on `src` that may run on `dst` and weighs at
-    /// most `max_weight`.
-    fn pick_migratable(&self, cx: &Ctx, src: CpuId, dst: CpuId, max_weight: u64) -> Option<TaskId> {
-        let mut best: Option<(SimTime, TaskId)> = None;
-        for (_, t) in self.rqs[src].timeline.iter() {
-            let se = &self.se[t];
-            if se.weight > max_weight || !cx.task(t).affinity.contains(dst) {
-                continue;
-            }
-            let key = (se.last_run, t);
-            if best.is_none_or(|b| key < b) {
-                best = Some(key);
-            }
+    fn bal_mut(&mut self) -> &mut Balancer {
+        &mut self.bal
+    }
+
+    fn for_each_movable(&self, cpu: CpuId, mut f: impl FnMut(TaskId)) {
+        for (_, t) in self.rqs[cpu].timeline.iter() {
+            f(t);
         }
-        best.map(|b| b.1)
+    }
+
+    fn weight(&self, t: TaskId) -> u64 {
+        self.se[t].weight
+    }
+
+    fn last_run(&self, t: TaskId) -> SimTime {
+        self.se[t].last_run
     }
 
     /// Move queued task `t` from `src` to `dst`.
-    fn move_task(&mut self, cx: &mut Ctx, t: TaskId, src: CpuId, dst: CpuId) {
+    fn move_queued(&mut self, cx: &mut Ctx, t: TaskId, src: CpuId, dst: CpuId) {
         self.remove(t, src);
         self.renormalise(t, dst);
         self.insert(t, dst);
@@ -816,177 +533,6 @@ impl Cfs {
         self.sync_tick(cx, src);
         self.sync_tick(cx, dst);
     }
-
-    /// The group `c` belongs to in a domain spanning `size` CPUs: the lowest
-    /// CPU of its widest smaller domain (itself at the lowest level).
-    fn group_key(&self, c: CpuId, size: usize) -> CpuId {
-        self.levels[c]
-            .iter()
-            .rev()
-            .find(|l| l.span.len() < size)
-            .map_or(c, |l| l.span[0])
-    }
-
-    /// Periodic balancing of one domain from busy `cpu`'s side: the domain's
-    /// groups are its child domains (single CPUs at the lowest level), each
-    /// with its average load per CPU, as in the kernel's
-    /// `find_busiest_group`. If `cpu`'s group is above the domain's average
-    /// and another group below it, return the least loaded CPU of the least
-    /// loaded group and the load to move, `min((src − avg)·n_src,
-    /// (avg − dst)·n_dst)` (`calculate_imbalance`). Ties between groups and
-    /// between CPUs go to the one that pulled longest ago, then the lowest id.
-    fn find_imbalance(&self, cx: &Ctx, cpu: CpuId, span: &[CpuId]) -> Option<(CpuId, u64)> {
-        let size = span.len();
-        // (group key, load, online CPUs, latest pull into the group)
-        let mut groups: Vec<(CpuId, u64, u64, SimTime)> = Vec::new();
-        let mut mine = None;
-        for &c in span {
-            if !cx.online(c) {
-                continue;
-            }
-            let key = self.group_key(c, size);
-            if c == cpu {
-                mine = Some(key);
-            }
-            groups.push((key, self.rqs[c].load, 1, self.last_pull[c]));
-        }
-        groups.sort_unstable_by_key(|g| g.0);
-        groups.dedup_by(|b, a| {
-            if a.0 == b.0 {
-                a.1 += b.1;
-                a.2 += b.2;
-                a.3 = a.3.max(b.3);
-                true
-            } else {
-                false
-            }
-        });
-        let mine = mine?;
-        let avg = |g: &(CpuId, u64, u64, SimTime)| g.1 * NICE_0_LOAD / g.2;
-        let (load, n) = groups.iter().fold((0, 0), |(l, n), g| (l + g.1, n + g.2));
-        let all = load * NICE_0_LOAD / n.max(1);
-        let src = groups.iter().find(|g| g.0 == mine)?;
-        let dst = groups
-            .iter()
-            .filter(|g| g.0 != mine)
-            .min_by_key(|g| (avg(g), g.3, g.0))?;
-        let (a_src, a_dst) = (avg(src), avg(dst));
-        if a_src <= all || a_dst >= all {
-            return None;
-        }
-        let imbalance = ((a_src - all) * src.2).min((all - a_dst) * dst.2) / NICE_0_LOAD;
-        // The least loaded CPU of that group takes the task(s).
-        let dst_key = dst.0;
-        let target = span
-            .iter()
-            .copied()
-            .filter(|&c| c != cpu && cx.online(c) && self.group_key(c, size) == dst_key)
-            .min_by_key(|&c| (self.rqs[c].load, self.last_pull[c], c))?;
-        (imbalance > 0).then_some((target, imbalance))
-    }
-
-    /// On the tick of a CPU with waiting tasks: hand one to an idle CPU (nohz
-    /// idle balance), then periodic balancing of its domains.
-    fn tick_balance(&mut self, cx: &mut Ctx, cpu: CpuId) {
-        if self.rqs[cpu].nr < 2 {
-            return;
-        }
-        // nohz idle balance: nearest idle CPU by domain level.
-        if !self.idle.is_empty() {
-            let mut target = None;
-            'levels: for lvl in &self.levels[cpu] {
-                for &c in lvl.span.iter() {
-                    if c != cpu && self.idle.contains(c) && self.is_idle(cx, c) {
-                        if let Some(t) = self.pick_migratable(cx, cpu, c, u64::MAX) {
-                            target = Some((t, c));
-                            break 'levels;
-                        }
-                    }
-                }
-            }
-            if let Some((t, c)) = target {
-                self.move_task(cx, t, cpu, c);
-                return;
-            }
-        }
-        let now = cx.now;
-        for li in 0..self.levels[cpu].len() {
-            if now < self.next_balance[cpu][li] {
-                continue;
-            }
-            let lvl = self.levels[cpu][li].clone();
-            self.next_balance[cpu][li] = now + SimTime(lvl.interval.0 * self.busy_factor);
-            let Some((dst, mut imbalance)) = self.find_imbalance(cx, cpu, &lvl.span) else {
-                continue;
-            };
-            let mut moved = false;
-            // After `failed` fruitless balances a task counts with its load
-            // halved that many times (`detach_tasks`' shr_bound(load,
-            // nr_balance_failed) > imbalance test): a one-task imbalance is
-            // moved on the second try, and threads keep rotating.
-            let failed = self.balance_failed[cpu][li].min(16);
-            while imbalance > 0 && self.rqs[cpu].nr >= 2 {
-                let allowed = imbalance.saturating_mul(1 << failed).min(u64::MAX >> 1);
-                let Some(t) = self.pick_migratable(cx, cpu, dst, allowed) else {
-                    break;
-                };
-                imbalance -= self.se[t].weight.min(imbalance);
-                self.move_task(cx, t, cpu, dst);
-                moved = true;
-            }
-            if moved {
-                self.balance_failed[cpu][li] = 0;
-                self.last_pull[dst] = now;
-                break;
-            }
-            if imbalance > 0 && self.rqs[cpu].nr >= 2 {
-                self.balance_failed[cpu][li] += 1;
-            }
-        }
-    }
-}
-
-/// Scheduling domains of every CPU: SMT siblings, LLC, node, system (each span
-/// in ascending CPU order, which the balancing code relies on); levels
-/// with the same span as the one below (or a single CPU) are dropped, as the
-/// kernel degenerates them.
-fn build_levels(m: &Machine) -> Vec<Vec<Level>> {
-    use std::collections::BTreeMap;
-    let n = m.ncpus();
-    let mut cache: BTreeMap<(u8, u64), Arc<[CpuId]>> = BTreeMap::new();
-    let mut span_of = |lvl: u8, key: u64, pred: &dyn Fn(&crate::hw::Cpu) -> bool| -> Arc<[CpuId]> {
-        cache
-            .entry((lvl, key))
-            .or_insert_with(|| {
-                m.cpus
-                    .iter()
-                    .filter(|c| pred(c))
-                    .map(|c| c.id)
-                    .collect::<Vec<_>>()
-                    .into()
-            })
-            .clone()
-    };
-    let mut out = Vec::with_capacity(n);
-    for c in &m.cpus {
-        let (node, core, llc) = (c.node, c.core, c.llc);
-        let spans = [
-            span_of(0, core as u64, &|x| x.core == core),
-            span_of(1, llc as u64, &|x| x.llc == llc),
-            span_of(2, node as u64, &|x| x.node == node),
-            span_of(3, 0, &|_| true),
-        ];
-        let mut levels: Vec<Level> = Vec::new();
-        for s in spans {
-            if s.len() <= 1 || levels.last().is_some_and(|l| l.span.len() == s.len()) {
-                continue;
-            }
-            let interval = SimTime::ms(s.len() as u64).max(m.tick);
-            levels.push(Level { span: s, interval });
-        }
-        out.push(levels);
-    }
-    out
 }
 
 impl Scheduler for Cfs {
@@ -1016,39 +562,7 @@ impl Scheduler for Cfs {
                 return c;
             }
         }
-        match (flags, prev_ok) {
-            (EnqFlags::Wakeup, Some(p)) => {
-                if self.is_idle(cx, p) {
-                    return p;
-                }
-                if self.idle.is_empty() {
-                    return p; // nothing idle anywhere: no need to scan the LLC
-                }
-                // select_idle_sibling: scan the LLC, starting after prev;
-                // with SMT, a CPU of a fully idle core first
-                // (select_idle_core), then any idle CPU.
-                if let Some(span) = &self.llc_span[p] {
-                    // Spans are in ascending CPU order.
-                    let start = span.binary_search(&p).unwrap_or(0);
-                    let smt = !cx.machine.cpus[p].siblings.is_empty();
-                    let mut idle_cpu = None;
-                    for i in 1..span.len() {
-                        let c = span[(start + i) % span.len()];
-                        if aff.contains(c) && self.is_idle(cx, c) {
-                            if !smt || self.busy_siblings(cx, c) == 0 {
-                                return c;
-                            }
-                            idle_cpu.get_or_insert(c);
-                        }
-                    }
-                    if let Some(c) = idle_cpu {
-                        return c;
-                    }
-                }
-                p
-            }
-            _ => self.idlest(cx, t),
-        }
+        self.bal.place(cx, t, prev_ok, flags)
     }
 
     fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, flags: EnqFlags) {
@@ -1133,46 +647,7 @@ impl Scheduler for Cfs {
     }
 
     fn balance(&mut self, cx: &mut Ctx, cpu: CpuId) {
-        if !self.balance {
-            return;
-        }
-        // newidle: pull one task from the busiest CPU of the nearest domain
-        // that has one to give (ties: the lowest-numbered). Only overloaded
-        // CPUs can give one; when they are few, look at them rather than at
-        // the whole span (same answer, as both go in ascending order).
-        if self.overloaded.is_empty() {
-            return;
-        }
-        for li in 0..self.levels[cpu].len() {
-            let span = self.levels[cpu][li].span.clone();
-            let mut busiest: Option<(u64, CpuId)> = None;
-            let mut consider = |c: CpuId, rqs: &[Rq]| {
-                if c == cpu || rqs[c].nr < 2 {
-                    return;
-                }
-                let key = (rqs[c].load, c);
-                if busiest.is_none_or(|b| key.0 > b.0) {
-                    busiest = Some(key);
-                }
-            };
-            if self.overloaded.len() < span.len() {
-                for c in self.overloaded.iter() {
-                    if span.binary_search(&c).is_ok() {
-                        consider(c, &self.rqs);
-                    }
-                }
-            } else {
-                for &c in span.iter() {
-                    consider(c, &self.rqs);
-                }
-            }
-            if let Some((_, src)) = busiest {
-                if let Some(t) = self.pick_migratable(cx, src, cpu, u64::MAX) {
-                    self.move_task(cx, t, src, cpu);
-                    return;
-                }
-            }
-        }
+        fair::newidle_balance(self, cx, cpu);
     }
 
     fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, _runnable: bool) {
@@ -1185,8 +660,7 @@ impl Scheduler for Cfs {
         let rq = &mut self.rqs[cpu];
         debug_assert_eq!(rq.curr, Some(t));
         rq.curr = None;
-        rq.load -= w;
-        self.set_nr(cpu, -1);
+        self.bal.sub(cpu, w);
         self.se[t].last_run = now;
         self.update_min_vruntime(cpu);
         self.sync_tick(cx, cpu);
@@ -1214,7 +688,7 @@ impl Scheduler for Cfs {
                 }
             }
         }
-        if self.rqs[cpu].nr >= 2 {
+        if self.bal.nr[cpu] >= 2 {
             // check_preempt_tick
             let ideal = self.sched_slice(cpu, t);
             let se = &self.se[t];
@@ -1234,7 +708,7 @@ impl Scheduler for Cfs {
                 // Migrate back (policy 1 or 2): restore the affinity and move
                 // to the least loaded CPU of the original type.
                 cx.set_affinity(t, original);
-                let dst = home.iter().copied().min_by_key(|&c| (self.rqs[c].load, c));
+                let dst = home.iter().copied().min_by_key(|&c| (self.bal.load[c], c));
                 if let Some(dst) = dst {
                     cx.migrate(t, dst);
                 }
@@ -1242,8 +716,8 @@ impl Scheduler for Cfs {
                 return;
             }
         }
-        if self.balance {
-            self.tick_balance(cx, cpu);
+        if self.bal.balance {
+            fair::tick_balance(self, cx, cpu);
         }
     }
 
@@ -1267,77 +741,8 @@ impl Scheduler for Cfs {
         let counted = se.queued || self.rqs[cpu].curr == Some(t);
         if counted {
             let old_w = se.weight;
-            self.rqs[cpu].load = self.rqs[cpu].load - old_w + new_w;
+            self.bal.load[cpu] = self.bal.load[cpu] - old_w + new_w;
         }
         self.se[t].weight = new_w;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn calc_delta_fair_uses_the_weight_ratio() {
-        // nice 0: wall time; nice 5 (weight 335): 1024/335 faster.
-        assert_eq!(calc_delta_fair(1_000_000, 1024), 1_000_000);
-        assert_eq!(calc_delta_fair(335, 335), 1024);
-    }
-
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The timeline holds exactly what a B-tree set would, in the same
-        /// order, through growing into a tree and shrinking back.
-        #[test]
-        fn timeline_matches_btreeset(ops in proptest::collection::vec((0u8..5, 0u64..40, 0usize..80), 1..600)) {
-            let mut tl = Timeline::default();
-            let mut model: BTreeSet<(u64, TaskId)> = BTreeSet::new();
-            for (op, v, t) in ops {
-                let key = (v, t);
-                match op {
-                    0 | 1 => {
-                        if model.insert(key) {
-                            tl.insert(key);
-                        }
-                    }
-                    2 => prop_assert_eq!(tl.remove(&key), model.remove(&key)),
-                    _ => prop_assert_eq!(tl.pop_first(), model.pop_first()),
-                }
-                prop_assert_eq!(tl.first(), model.first().copied());
-                let got: Vec<_> = tl.iter().collect();
-                let want: Vec<_> = model.iter().copied().collect();
-                prop_assert_eq!(got, want);
-            }
-            // Drain it: the tree turns back into a vector on the way.
-            while !model.is_empty() {
-                prop_assert_eq!(tl.pop_first(), model.pop_first());
-                prop_assert_eq!(tl.first(), model.first().copied());
-            }
-            prop_assert_eq!(tl.pop_first(), None);
-        }
-
-        /// The CPU bit set agrees with a B-tree set on membership, size and
-        /// ascending iteration.
-        #[test]
-        fn cpubits_matches_btreeset(ops in proptest::collection::vec((any::<bool>(), 0usize..200), 1..400)) {
-            let mut bits = CpuBits::new(200);
-            let mut model: BTreeSet<CpuId> = BTreeSet::new();
-            for (ins, c) in ops {
-                if ins {
-                    bits.insert(c);
-                    model.insert(c);
-                } else {
-                    bits.remove(c);
-                    model.remove(&c);
-                }
-                prop_assert_eq!(bits.len(), model.len());
-                prop_assert_eq!(bits.is_empty(), model.is_empty());
-                prop_assert_eq!(bits.contains(c), model.contains(&c));
-                let got: Vec<_> = bits.iter().collect();
-                let want: Vec<_> = model.iter().copied().collect();
-                prop_assert_eq!(got, want);
-            }
-        }
     }
 }

@@ -30,6 +30,8 @@ pub mod chameleon;
 pub mod credit;
 pub mod dwrr;
 pub mod edf;
+pub mod eevdf;
+pub mod fair;
 pub mod fam;
 pub mod governors;
 pub mod patel;
@@ -598,6 +600,7 @@ pub fn registry() -> Vec<PolicyInfo> {
         dwrr::faster_first_info(),
         cfs::capacity_aware_info(),
         cfs::eas_info(),
+        eevdf::info(),
         governors::performance_info(),
         governors::powersave_info(),
         governors::userspace_info(),
@@ -640,6 +643,7 @@ pub fn make_scheduler(spec: &str, m: &Machine) -> Result<Box<dyn Scheduler>, Str
         "cfs" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, false)?)),
         "pinned" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, true)?)),
         "capacity-aware" | "eas" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, false)?)),
+        "eevdf" => Ok(Box::new(eevdf::Eevdf::from_params(&ps, m)?)),
         "dwrr" | "a-dwrr" | "faster-first" => Ok(Box::new(dwrr::Dwrr::from_params(&ps, m)?)),
         "global-edf" => Ok(Box::new(edf::GlobalEdf::from_params(&ps, m)?)),
         "xen-credit" | "aash" => Ok(Box::new(credit::Credit::from_params(&ps, m)?)),

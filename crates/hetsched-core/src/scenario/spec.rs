@@ -480,6 +480,11 @@ pub struct ProgramSpec {
     /// `k + 1` on (after `k` completed instances).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nice_schedule: Vec<NiceStep>,
+    /// Custom scheduling slice of its threads, ms, 0.1 to 100: what
+    /// `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task (used by
+    /// `eevdf`; default: the scheduler's base slice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_ms: Option<f64>,
     /// Allowed CPUs (default all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Vec<u32>>,

@@ -119,6 +119,15 @@ pub(crate) fn build_workload(
                 format!("{} is out of range; allowed -20 to 19", p.nice),
             ));
         }
+        if let Some(s) = p.slice_ms {
+            finite_in(
+                &format!("{base}.slice_ms"),
+                s,
+                0.1,
+                100.0,
+                "0.1 to 100 (ms)",
+            )?;
+        }
         let mut prev_after = 0;
         for (k, step) in p.nice_schedule.iter().enumerate() {
             let sp = format!("{base}.nice_schedule[{k}]");
@@ -502,6 +511,7 @@ pub(crate) fn build_workload(
                 affinity: affinity.clone(),
                 nice: p.nice,
                 weight,
+                slice_ns: p.slice_ms.map(|s| (s * 1e6).round() as u64),
                 remaining: 0.0,
                 param: 0,
                 pending_io: 0,

@@ -1,0 +1,1134 @@
+//! `eevdf`: Linux's fair class since 6.6 (Earliest Eligible Virtual Deadline
+//! First), as kernel/sched/fair.c and kernel/sched/features.h of Linux 6.12
+//! schedule SCHED_OTHER tasks (the first release with delayed dequeue).
+//!
+//! Per runqueue:
+//! * every entity has a vruntime, a weight (nice table), a request size
+//!   (`slice`: the base slice, or the task's custom slice) and a virtual
+//!   deadline `vruntime + slice × 1024 / weight`;
+//! * `V`, the weighted average vruntime of the entities on the queue (the
+//!   running one included), kept as exact 128-bit sums `Σ wᵢvᵢ` and `Σ wᵢ`:
+//!   `V = ⌊Σ wᵢvᵢ / Σ wᵢ⌋`, and an entity is eligible when
+//!   `Σ wᵢvᵢ ≥ v × Σ wᵢ`. The kernel keeps the same sums relative to
+//!   `min_vruntime` in 64 bits (`avg_vruntime`, `vruntime_eligible`); both
+//!   give the same answers, the floor division included;
+//! * the pick (`pick_eevdf`): the eligible entity with the earliest deadline
+//!   (ties: the one queued first, as the kernel's deadline-ordered tree
+//!   does); RUN_TO_PARITY keeps the running entity while it is eligible and
+//!   has not started a new slice since it was picked;
+//! * `update_curr`: vruntime advances by `delta × 1024 / weight`; past its
+//!   deadline an entity gets a new slice and deadline and, with other
+//!   entities queued, the CPU reschedules (PREEMPT_SHORT: also when the
+//!   running entity lost its slice protection and is no longer eligible);
+//! * lag `vlag = V − v`, clamped to `± calc_delta_fair(max(2 slice, tick))`,
+//!   is saved when an entity leaves the queue and restored when it comes
+//!   back (PLACE_LAG), scaled by `(W + w) / W` so that joining does not
+//!   shift `V` by the lag; new tasks start at `V` with half a slice
+//!   (PLACE_DEADLINE_INITIAL); a migrating entity keeps its relative
+//!   deadline (PLACE_REL_DEADLINE);
+//! * DELAY_DEQUEUE: an entity that sleeps while not eligible (negative lag)
+//!   stays on the queue, still counted in `V`, until it is picked (that is,
+//!   until it became eligible) or wakes up; DELAY_ZERO then clears the
+//!   positive lag it earned meanwhile. This is 6.12's lag decay across
+//!   sleeps: negative lag is burned off by competing, positive lag of a
+//!   delayed entity is dropped; lag of a task that sleeps while eligible is
+//!   kept as it is, whatever the sleep length;
+//! * wake-up preemption (`check_preempt_wakeup_fair`): the waking entity
+//!   preempts when it is what `pick_eevdf` would now pick; with
+//!   PREEMPT_SHORT, a waking entity with a shorter slice that is eligible and
+//!   has the earlier deadline (or the running one is no longer eligible)
+//!   first removes the running entity's slice protection.
+//!
+//! The base slice is `sysctl_sched_base_slice`, 0.75 ms × (1 + log2(min(ncpus,
+//! 8))) (SCHED_TUNABLESCALING_LOG); a program's `slice_ms` is a custom slice
+//! as `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task.
+//!
+//! Pick complexity: the queue is ordered by deadline (a sorted vector while
+//! short, a B-tree when long: `fair::Timeline`, shared with `cfs`), and the
+//! pick scans it from the earliest deadline to the first eligible entity,
+//! O(1) per entity: a few entities in the usual case (at least one entity is
+//! always eligible, and the earliest deadlines usually belong to eligible
+//! ones), n at worst. The kernel's tree, augmented with each subtree's
+//! minimum vruntime, finds the same entity in O(log n).
+//!
+//! Ticks: the kernel ticks every busy CPU, and a running entity's deadline is
+//! renewed at the first tick past it. This model asks the engine for ticks
+//! only while two or more entities are queued on a CPU; with one, the ticks
+//! it skipped are replayed when the entity's time is next charged (each
+//! skipped tick boundary charges the time up to it and renews the deadline if
+//! passed), so deadlines are where the kernel's ticks would have put them.
+//!
+//! Wake-up placement, newidle, nohz idle and periodic load balancing are the
+//! code `cfs` uses (`fair.rs`). Simplifications, stated: no group scheduling
+//! (every task is a top-level entity), no NEXT_BUDDY (off by default in the
+//! kernel), weights are the nice table's (the kernel's fixed-point inverse
+//! weights round slightly differently), delayed entities are neither
+//! counted by balancing nor migrated by it (as Linux 6.13+'s
+//! `h_nr_runnable`), and an exiting task that was delayed leaves the queue
+//! at the CPU's next pick or enqueue (the kernel's `task_dead_fair`).
+
+use super::fair::{self, calc_delta_fair, Balancer, FairQueues, Timeline};
+use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
+use crate::hw::{CpuId, Machine};
+use crate::os::{TaskId, TaskState};
+use crate::time::SimTime;
+
+/// The kernel's default base slice before scaling, ns (`sysctl_sched_base_slice`
+/// = 750 µs normalised, kernel/sched/fair.c).
+const BASE_SLICE_NS: u64 = 750_000;
+
+/// The feature switches of kernel/sched/features.h that this model follows,
+/// with the kernel's defaults (all on).
+const FEATURES: [(&str, &str); 8] = [
+    ("place_lag", "PLACE_LAG: waking and migrating tasks keep their lag"),
+    (
+        "place_deadline_initial",
+        "PLACE_DEADLINE_INITIAL: a new task's first deadline is half a slice away",
+    ),
+    (
+        "place_rel_deadline",
+        "PLACE_REL_DEADLINE: a migrating task keeps its deadline relative to its vruntime",
+    ),
+    (
+        "run_to_parity",
+        "RUN_TO_PARITY: the running task keeps the CPU while eligible until its slice ends",
+    ),
+    (
+        "preempt_short",
+        "PREEMPT_SHORT: a waking task with a shorter slice may cut the running task's protected slice",
+    ),
+    (
+        "delay_dequeue",
+        "DELAY_DEQUEUE: a task sleeping with negative lag stays queued until it is eligible",
+    ),
+    (
+        "delay_zero",
+        "DELAY_ZERO: a delayed task leaves (or wakes) with its positive lag cleared",
+    ),
+    (
+        "wakeup_preemption",
+        "WAKEUP_PREEMPTION: a waking task preempts when it is the one pick_eevdf would pick",
+    ),
+];
+
+fn params() -> Vec<ParamDef> {
+    let mut v = vec![ParamDef {
+        name: "base_slice_ms",
+        default: "auto",
+        doc: "sysctl_sched_base_slice; auto = 0.75 ms × (1 + log2(min(ncpus, 8)))",
+    }];
+    for (name, doc) in FEATURES {
+        v.push(ParamDef {
+            name,
+            default: "true",
+            doc,
+        });
+    }
+    v.push(ParamDef {
+        name: "balance",
+        default: "true",
+        doc: "load balancing between CPUs (false: no balancing; wake-up placement still chooses CPUs)",
+    });
+    v.push(ParamDef {
+        name: "busy_factor",
+        default: "16",
+        doc: "periodic-balance interval multiplier on busy CPUs",
+    });
+    v
+}
+
+/// Registry entry of `eevdf`.
+pub fn info() -> PolicyInfo {
+    PolicyInfo {
+        name: "eevdf",
+        kind: Kind::Scheduler,
+        doc: "Linux 6.12's fair class (EEVDF): eligibility by lag, earliest virtual deadline first, lag-preserving placement, delayed dequeue, custom slices; wake-up placement and load balancing shared with cfs",
+        params: params(),
+    }
+}
+
+/// The feature switches in use.
+#[derive(Clone, Copy, Debug)]
+pub struct Features {
+    pub place_lag: bool,
+    pub place_deadline_initial: bool,
+    pub place_rel_deadline: bool,
+    pub run_to_parity: bool,
+    pub preempt_short: bool,
+    pub delay_dequeue: bool,
+    pub delay_zero: bool,
+    pub wakeup_preemption: bool,
+}
+
+/// Per-task scheduling entity.
+#[derive(Clone, Debug, Default)]
+struct Se {
+    vruntime: i64,
+    deadline: i64,
+    /// `V − vruntime` saved when it left a queue (the kernel's `vlag`).
+    vlag: i64,
+    /// Request size, ns.
+    slice: u64,
+    custom_slice: bool,
+    weight: u64,
+    exec_start: SimTime,
+    last_run: SimTime,
+    /// The runqueue it is on (meaningful while `on_rq`).
+    cpu: CpuId,
+    /// Counted in its runqueue's `V`: queued, running, or delayed.
+    on_rq: bool,
+    /// Asleep but still queued (DELAY_DEQUEUE).
+    delayed: bool,
+    /// `deadline` holds `deadline − vruntime` (a migration in progress).
+    rel_deadline: bool,
+    /// RUN_TO_PARITY: picked and not given a new slice since (the kernel
+    /// stashes the deadline at pick time in `vlag` and compares).
+    protected: bool,
+    /// Tie-break of the queue order: when it was queued.
+    seq: u64,
+    seen: bool,
+}
+
+/// Per-CPU runqueue.
+#[derive(Clone, Debug, Default)]
+struct Rq {
+    /// Queued entities (not the running one), by `(deadline, seq, task)`.
+    tree: Timeline<(i64, u64, TaskId)>,
+    curr: Option<TaskId>,
+    /// The entity that ran last and was put back (the kernel's `curr` at
+    /// pick time): RUN_TO_PARITY and ties consider it.
+    prev: Option<TaskId>,
+    /// `Σ wᵢvᵢ` and `Σ wᵢ` over the tree's entities.
+    sum_wv: i128,
+    sum_w: u64,
+    /// Entities on the queue: the tree's and the running one.
+    nr_running: u32,
+    next_seq: u64,
+    /// `V` of the empty queue (the kernel's `min_vruntime` then): where the
+    /// first entity of an empty queue is placed.
+    vzero: i64,
+    /// Delayed entities on this queue.
+    delayed: Vec<TaskId>,
+    /// Whether this CPU asked the engine for ticks.
+    ticking: bool,
+}
+
+/// The EEVDF scheduler.
+pub struct Eevdf {
+    name: String,
+    f: Features,
+    base_slice: u64,
+    tick: u64,
+    rqs: Vec<Rq>,
+    se: Vec<Se>,
+    bal: Balancer,
+}
+
+/// `⌊a / b⌋` for `b > 0` (the kernel's `avg -= load - 1` before `div_s64`).
+#[inline]
+fn floor_div(a: i128, b: i128) -> i128 {
+    let q = a / b;
+    if (a % b != 0) && (a < 0) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+/// `calc_delta_fair` of a signed virtual amount.
+#[inline]
+fn vdelta(delta: u64, weight: u64) -> i64 {
+    calc_delta_fair(delta, weight) as i64
+}
+
+/// A custom slice is clamped to 0.1–100 ms, as `sched_setattr()` does.
+pub const SLICE_MIN_NS: u64 = 100_000;
+/// See [`SLICE_MIN_NS`].
+pub const SLICE_MAX_NS: u64 = 100_000_000;
+
+impl Eevdf {
+    /// Build from a parsed spec.
+    pub fn from_params(ps: &PolicySpec, m: &Machine) -> Result<Eevdf, String> {
+        let defs = params();
+        let p = Params::new("eevdf", &ps.params, &defs)?;
+        let base_slice = if p.given("base_slice_ms") {
+            (p.f64("base_slice_ms", 0.1, 100.0)? * 1e6).round() as u64
+        } else {
+            BASE_SLICE_NS * fair::tunable_scale(m)
+        };
+        let f = Features {
+            place_lag: p.bool("place_lag")?,
+            place_deadline_initial: p.bool("place_deadline_initial")?,
+            place_rel_deadline: p.bool("place_rel_deadline")?,
+            run_to_parity: p.bool("run_to_parity")?,
+            preempt_short: p.bool("preempt_short")?,
+            delay_dequeue: p.bool("delay_dequeue")?,
+            delay_zero: p.bool("delay_zero")?,
+            wakeup_preemption: p.bool("wakeup_preemption")?,
+        };
+        let balance = p.bool("balance")?;
+        let busy_factor = p.f64("busy_factor", 1.0, 1024.0)? as u64;
+        let mut name = String::from("eevdf");
+        if !ps.params.is_empty() {
+            let parts: Vec<String> = ps.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            name = format!("eevdf[{}]", parts.join(","));
+        }
+        let n = m.ncpus();
+        Ok(Eevdf {
+            name,
+            f,
+            base_slice,
+            tick: m.tick.0.max(1),
+            rqs: vec![Rq::default(); n],
+            se: Vec::new(),
+            bal: Balancer::new(m, balance, busy_factor),
+        })
+    }
+
+    /// The base slice in use, ns.
+    pub fn base_slice(&self) -> u64 {
+        self.base_slice
+    }
+
+    /// The feature switches in use.
+    pub fn features(&self) -> Features {
+        self.f
+    }
+
+    fn se_mut(&mut self, t: TaskId) -> &mut Se {
+        if t >= self.se.len() {
+            self.se.resize(t + 1, Se::default());
+        }
+        &mut self.se[t]
+    }
+
+    /// `(Σ wᵢvᵢ, Σ wᵢ)` over the queue and the running entity.
+    #[inline]
+    fn sums(&self, cpu: CpuId) -> (i128, i128) {
+        let rq = &self.rqs[cpu];
+        let (mut s, mut w) = (rq.sum_wv, rq.sum_w as i128);
+        if let Some(c) = rq.curr {
+            let se = &self.se[c];
+            s += se.vruntime as i128 * se.weight as i128;
+            w += se.weight as i128;
+        }
+        (s, w)
+    }
+
+    /// `V`, the weighted average vruntime (`avg_vruntime`).
+    fn avg_vruntime(&self, cpu: CpuId) -> i64 {
+        let (s, w) = self.sums(cpu);
+        if w == 0 {
+            self.rqs[cpu].vzero
+        } else {
+            floor_div(s, w) as i64
+        }
+    }
+
+    /// `vruntime_eligible`: `v ≤ V`, compared exactly as `Σ wᵢvᵢ ≥ v Σ wᵢ`.
+    #[inline]
+    fn vruntime_eligible(&self, cpu: CpuId, v: i64) -> bool {
+        let (s, w) = self.sums(cpu);
+        s >= v as i128 * w
+    }
+
+    #[inline]
+    fn eligible(&self, cpu: CpuId, t: TaskId) -> bool {
+        self.vruntime_eligible(cpu, self.se[t].vruntime)
+    }
+
+    fn tree_insert(&mut self, cpu: CpuId, t: TaskId) {
+        let rq = &mut self.rqs[cpu];
+        let seq = rq.next_seq;
+        rq.next_seq += 1;
+        let se = &mut self.se[t];
+        se.seq = seq;
+        rq.tree.insert((se.deadline, seq, t));
+        rq.sum_wv += se.vruntime as i128 * se.weight as i128;
+        rq.sum_w += se.weight;
+    }
+
+    fn tree_remove(&mut self, cpu: CpuId, t: TaskId) {
+        let rq = &mut self.rqs[cpu];
+        let se = &self.se[t];
+        let found = rq.tree.remove(&(se.deadline, se.seq, t));
+        debug_assert!(found, "task {t} not in the queue of cpu {cpu}");
+        rq.sum_wv -= se.vruntime as i128 * se.weight as i128;
+        rq.sum_w -= se.weight;
+    }
+
+    /// `update_entity_lag`: save `V − v`, clamped to the lag of twice the
+    /// slice (at least a tick).
+    fn update_entity_lag(&mut self, cpu: CpuId, t: TaskId) {
+        let v = self.avg_vruntime(cpu);
+        let se = &self.se[t];
+        let limit = vdelta((2 * se.slice).max(self.tick), se.weight);
+        let lag = (v - se.vruntime).clamp(-limit, limit);
+        self.se[t].vlag = lag;
+    }
+
+    /// The slice an entity's next request gets.
+    fn refresh_slice(&mut self, t: TaskId) {
+        let base = self.base_slice;
+        let se = &mut self.se[t];
+        if !se.custom_slice {
+            se.slice = base;
+        }
+    }
+
+    /// `place_entity`: put `t` (not yet counted on `cpu`) at `V − lag`, the
+    /// lag scaled by `(W + w) / W`, with its deadline.
+    fn place_entity(&mut self, cpu: CpuId, t: TaskId, initial: bool) {
+        let v_avg = self.avg_vruntime(cpu);
+        self.refresh_slice(t);
+        let (_, load) = self.sums(cpu);
+        let nr = self.rqs[cpu].nr_running;
+        let f = self.f;
+        let se = &mut self.se[t];
+        let mut vslice = vdelta(se.slice, se.weight);
+        let mut lag: i64 = 0;
+        if f.place_lag && nr > 0 && se.vlag != 0 {
+            let load = load.max(1);
+            // div_s64 truncates toward zero.
+            lag = (se.vlag as i128 * (load + se.weight as i128) / load) as i64;
+        }
+        se.vruntime = v_avg - lag;
+        if se.rel_deadline {
+            se.deadline += se.vruntime;
+            se.rel_deadline = false;
+            return;
+        }
+        if f.place_deadline_initial && initial {
+            vslice /= 2;
+        }
+        se.deadline = se.vruntime + vslice;
+    }
+
+    /// Put `t` (placed) on `cpu`'s queue, counted by balancing if `runnable`.
+    fn attach(&mut self, cpu: CpuId, t: TaskId) {
+        self.tree_insert(cpu, t);
+        let se = &mut self.se[t];
+        se.on_rq = true;
+        se.cpu = cpu;
+        let w = se.weight;
+        self.rqs[cpu].nr_running += 1;
+        self.bal.add(cpu, w);
+    }
+
+    /// Take queued `t` off `cpu` for good (not sleeping: an affinity change or
+    /// a migration), saving its lag and its relative deadline.
+    fn detach(&mut self, cpu: CpuId, t: TaskId) {
+        self.update_entity_lag(cpu, t);
+        self.tree_remove(cpu, t);
+        if self.f.place_rel_deadline {
+            let se = &mut self.se[t];
+            se.deadline -= se.vruntime;
+            se.rel_deadline = true;
+        }
+        self.leave(cpu, t);
+        let w = self.se[t].weight;
+        self.bal.sub(cpu, w);
+    }
+
+    /// [`Eevdf::detach`] as `dequeue_entity` does it: the running entity of
+    /// `cpu` is charged first (and the CPU reschedules if that ends its
+    /// slice), then the ticks follow the new count.
+    fn detach_charged(&mut self, cx: &mut Ctx, cpu: CpuId, t: TaskId) {
+        if self.update_curr(cpu, cx.now) {
+            cx.resched(cpu);
+        }
+        self.detach(cpu, t);
+        self.sync_tick(cx, cpu);
+    }
+
+    /// Bookkeeping of an entity leaving `cpu`'s queue.
+    fn leave(&mut self, cpu: CpuId, t: TaskId) {
+        let rq = &mut self.rqs[cpu];
+        rq.nr_running -= 1;
+        if rq.prev == Some(t) {
+            rq.prev = None;
+        }
+        if rq.nr_running == 0 {
+            // It was alone: `V` was its vruntime.
+            rq.vzero = self.se[t].vruntime;
+        }
+        self.se[t].on_rq = false;
+    }
+
+    /// A delayed entity leaves for good (picked, or it exited):
+    /// `finish_delayed_dequeue_entity`.
+    fn finish_delayed(&mut self, cpu: CpuId, t: TaskId) {
+        self.update_entity_lag(cpu, t);
+        self.tree_remove(cpu, t);
+        self.leave(cpu, t);
+        let rq = &mut self.rqs[cpu];
+        if let Some(i) = rq.delayed.iter().position(|&x| x == t) {
+            rq.delayed.swap_remove(i);
+        }
+        let se = &mut self.se[t];
+        se.delayed = false;
+        if self.f.delay_zero && se.vlag > 0 {
+            se.vlag = 0;
+        }
+    }
+
+    /// Exited tasks that were delayed leave the queue.
+    fn purge_exited(&mut self, cx: &Ctx, cpu: CpuId) {
+        let mut i = 0;
+        while i < self.rqs[cpu].delayed.len() {
+            let t = self.rqs[cpu].delayed[i];
+            if cx.task(t).state == TaskState::Exited {
+                self.finish_delayed(cpu, t); // removes it from `delayed`
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// `update_deadline`: past its deadline, the running entity gets a new
+    /// slice and deadline. Whether it did.
+    fn update_deadline(&mut self, t: TaskId) -> bool {
+        if self.se[t].vruntime < self.se[t].deadline {
+            return false;
+        }
+        self.refresh_slice(t);
+        let se = &mut self.se[t];
+        se.deadline = se.vruntime + vdelta(se.slice, se.weight);
+        se.protected = false;
+        true
+    }
+
+    /// Charge `t` (running on `cpu`) for `delta` ns.
+    #[inline]
+    fn charge(&mut self, t: TaskId, delta: u64) -> bool {
+        let se = &mut self.se[t];
+        se.vruntime += vdelta(delta, se.weight);
+        self.update_deadline(t)
+    }
+
+    /// `update_curr`: charge the running entity up to `now`. Whether the CPU
+    /// should reschedule (new slice or PREEMPT_SHORT with others queued).
+    fn update_curr(&mut self, cpu: CpuId, now: SimTime) -> bool {
+        let Some(t) = self.rqs[cpu].curr else {
+            return false;
+        };
+        let start = self.se[t].exec_start;
+        if now <= start {
+            return false;
+        }
+        let mut at = start.0;
+        let mut renewed = false;
+        if !self.rqs[cpu].ticking {
+            // Replay the ticks the engine did not deliver: each charges the
+            // time up to it and renews a passed deadline.
+            let tick = self.tick;
+            let mut next = (at / tick + 1) * tick;
+            while next < now.0 {
+                renewed |= self.charge(t, next - at);
+                at = next;
+                next += tick;
+            }
+        }
+        renewed |= self.charge(t, now.0 - at);
+        self.se[t].exec_start = now;
+        if self.rqs[cpu].nr_running == 1 {
+            return false;
+        }
+        renewed || self.did_preempt_short(cpu, t)
+    }
+
+    /// PREEMPT_SHORT: a running entity whose slice protection was removed is
+    /// preempted once it is no longer eligible.
+    fn did_preempt_short(&self, cpu: CpuId, t: TaskId) -> bool {
+        self.f.preempt_short && !self.se[t].protected && !self.eligible(cpu, t)
+    }
+
+    /// `pick_eevdf`: the eligible entity with the earliest deadline among the
+    /// queue and `curr` (the running one, or the one just put back).
+    fn pick_eevdf(&self, cpu: CpuId, curr: Option<TaskId>) -> Option<TaskId> {
+        let rq = &self.rqs[cpu];
+        let first = rq.tree.first().map(|e| e.2);
+        if rq.nr_running == 1 {
+            return rq.curr.or(first);
+        }
+        let (sum, load) = self.sums(cpu);
+        let eligible = |t: TaskId| sum >= self.se[t].vruntime as i128 * load;
+        let curr = curr.filter(|&c| eligible(c));
+        if let Some(c) = curr {
+            if self.f.run_to_parity && self.se[c].protected {
+                return Some(c);
+            }
+        }
+        let best = rq.tree.iter().map(|e| e.2).find(|&t| eligible(t));
+        match (best, curr) {
+            // The running entity (not in the tree) wins only with a strictly
+            // earlier deadline; one put back in the tree was ordered by the
+            // scan (queued last, it loses ties, as the kernel's curr does).
+            (Some(b), Some(c))
+                if rq.curr == Some(c) && self.se[c].deadline < self.se[b].deadline =>
+            {
+                Some(c)
+            }
+            (None, c) => c,
+            (b, _) => b,
+        }
+    }
+
+    /// PREEMPT_SHORT's test (`do_preempt_short`): waking `p` has a shorter
+    /// slice than running `c`, is eligible, and comes first.
+    fn do_preempt_short(&self, cpu: CpuId, p: TaskId, c: TaskId) -> bool {
+        if !self.f.preempt_short || self.se[p].slice >= self.se[c].slice {
+            return false;
+        }
+        if !self.eligible(cpu, p) {
+            return false;
+        }
+        self.se[p].deadline < self.se[c].deadline || !self.eligible(cpu, c)
+    }
+
+    /// `check_preempt_wakeup_fair` for `t`, just queued on `cpu`.
+    fn wakeup_preempt(&mut self, cx: &mut Ctx, cpu: CpuId, t: TaskId) {
+        let Some(c) = self.rqs[cpu].curr else { return };
+        if c == t || !self.f.wakeup_preemption {
+            return;
+        }
+        if self.do_preempt_short(cpu, t, c) && self.se[c].protected {
+            self.se[c].protected = false;
+        }
+        if self.pick_eevdf(cpu, Some(c)) == Some(t) {
+            cx.resched(cpu);
+        }
+    }
+
+    /// `pick_next_entity` until a runnable one: a delayed entity picked
+    /// leaves the queue; the one returned becomes the running entity
+    /// (`set_next_entity`), its slice protected.
+    fn pick_entity(&mut self, cpu: CpuId, now: SimTime) -> Option<TaskId> {
+        let picked = loop {
+            let prev = self.rqs[cpu].prev;
+            let Some(t) = self.pick_eevdf(cpu, prev) else {
+                break None;
+            };
+            if self.se[t].delayed {
+                self.finish_delayed(cpu, t);
+                continue;
+            }
+            break Some(t);
+        };
+        self.rqs[cpu].prev = None;
+        if let Some(t) = picked {
+            self.tree_remove(cpu, t);
+            self.rqs[cpu].curr = Some(t);
+            let se = &mut self.se[t];
+            se.exec_start = now;
+            se.protected = true;
+        }
+        picked
+    }
+
+    /// The running entity `t` stops: put back (`runnable`), or asleep —
+    /// delayed if not eligible (DELAY_DEQUEUE), else off the queue with its
+    /// lag saved.
+    fn stop_entity(&mut self, cpu: CpuId, t: TaskId, now: SimTime, runnable: bool) {
+        let _ = self.update_curr(cpu, now);
+        debug_assert_eq!(self.rqs[cpu].curr, Some(t));
+        self.se[t].last_run = now;
+        if runnable {
+            // `put_prev_entity`: back on the queue.
+            self.rqs[cpu].curr = None;
+            self.tree_insert(cpu, t);
+            self.rqs[cpu].prev = Some(t);
+        } else if self.f.delay_dequeue && !self.eligible(cpu, t) {
+            // DELAY_DEQUEUE: it stays queued, competing, until eligible.
+            self.rqs[cpu].curr = None;
+            self.tree_insert(cpu, t);
+            self.se[t].delayed = true;
+            self.rqs[cpu].delayed.push(t);
+            let w = self.se[t].weight;
+            self.bal.sub(cpu, w);
+        } else {
+            self.update_entity_lag(cpu, t);
+            self.rqs[cpu].curr = None;
+            self.leave(cpu, t);
+            let w = self.se[t].weight;
+            self.bal.sub(cpu, w);
+        }
+    }
+
+    fn sync_tick(&mut self, cx: &mut Ctx, cpu: CpuId) {
+        let on = self.rqs[cpu].nr_running >= 2;
+        if on != self.rqs[cpu].ticking {
+            // Ticks stop or start now: charge the running entity so far under
+            // the old rule.
+            // (Callers charged it already where the kernel would act on
+            // the result; what is left is the skipped ticks' renewals.)
+            let _ = self.update_curr(cpu, cx.now);
+            self.rqs[cpu].ticking = on;
+        }
+        cx.want_tick(cpu, on);
+    }
+
+    /// Reweight `t` on its queue (`reweight_entity`): keep its lag and
+    /// relative deadline in real time, scaled by old/new weight.
+    fn reweight_queued(&mut self, cx: &mut Ctx, t: TaskId, new_w: u64) {
+        let cpu = self.se[t].cpu;
+        let now = cx.now;
+        let running = self.rqs[cpu].curr == Some(t);
+        if running {
+            let _ = self.update_curr(cpu, now);
+        }
+        self.update_entity_lag(cpu, t);
+        if running {
+            self.rqs[cpu].curr = None;
+        } else {
+            self.tree_remove(cpu, t);
+        }
+        self.rqs[cpu].nr_running -= 1;
+        let old_w = self.se[t].weight;
+        {
+            let se = &mut self.se[t];
+            se.deadline -= se.vruntime;
+            se.vlag = (se.vlag as i128 * old_w as i128 / new_w as i128) as i64;
+            se.deadline = (se.deadline as i128 * old_w as i128 / new_w as i128) as i64;
+            se.rel_deadline = true;
+            se.weight = new_w;
+            se.protected = false;
+        }
+        if !self.se[t].delayed {
+            self.bal.sub(cpu, old_w);
+            self.bal.add(cpu, new_w);
+        }
+        self.place_entity(cpu, t, false);
+        self.rqs[cpu].nr_running += 1;
+        if running {
+            self.rqs[cpu].curr = Some(t);
+        } else {
+            self.tree_insert(cpu, t);
+        }
+    }
+}
+
+impl FairQueues for Eevdf {
+    fn bal(&self) -> &Balancer {
+        &self.bal
+    }
+
+    fn bal_mut(&mut self) -> &mut Balancer {
+        &mut self.bal
+    }
+
+    fn for_each_movable(&self, cpu: CpuId, mut f: impl FnMut(TaskId)) {
+        for (_, _, t) in self.rqs[cpu].tree.iter() {
+            if !self.se[t].delayed {
+                f(t);
+            }
+        }
+    }
+
+    fn weight(&self, t: TaskId) -> u64 {
+        self.se[t].weight
+    }
+
+    fn last_run(&self, t: TaskId) -> SimTime {
+        self.se[t].last_run
+    }
+
+    /// `detach_task` + `attach_task`: the task leaves `src` with its lag and
+    /// relative deadline, is placed on `dst`, and may preempt there.
+    fn move_queued(&mut self, cx: &mut Ctx, t: TaskId, src: CpuId, dst: CpuId) {
+        let now = cx.now;
+        self.detach_charged(cx, src, t);
+        let resched = self.update_curr(dst, now);
+        self.place_entity(dst, t, false);
+        self.attach(dst, t);
+        cx.migrate(t, dst);
+        if resched {
+            cx.resched(dst);
+        } else {
+            self.wakeup_preempt(cx, dst, t);
+        }
+        self.sync_tick(cx, dst);
+    }
+}
+
+impl Scheduler for Eevdf {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn select_cpu(
+        &mut self,
+        cx: &mut Ctx,
+        t: TaskId,
+        prev: Option<CpuId>,
+        flags: EnqFlags,
+    ) -> CpuId {
+        if let Some(c) = self.se.get(t).filter(|s| s.delayed).map(|s| s.cpu) {
+            // Still queued (delayed): it wakes where it is (`ttwu_runnable`).
+            if flags == EnqFlags::Wakeup && cx.task(t).affinity.contains(c) && cx.online(c) {
+                return c;
+            }
+            self.finish_delayed(c, t);
+            self.sync_tick(cx, c);
+        }
+        let aff = &cx.task(t).affinity;
+        let prev_ok = prev.filter(|&p| aff.contains(p) && cx.online(p));
+        self.bal.place(cx, t, prev_ok, flags)
+    }
+
+    fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, flags: EnqFlags) {
+        let now = cx.now;
+        self.purge_exited(cx, cpu);
+        let weight = cx.task(t).weight as u64;
+        let custom = cx.task(t).slice_ns;
+        let base = self.base_slice;
+        {
+            let se = self.se_mut(t);
+            if !se.seen {
+                se.seen = true;
+                se.weight = weight;
+                se.custom_slice = custom.is_some();
+                se.slice = custom.unwrap_or(base);
+            } else if !se.on_rq && se.weight != weight {
+                // Its weight changed while it was off the queue without a
+                // reweight call (a new instance of a program with a nice
+                // schedule): scale its lag as `reweight_entity` does.
+                se.vlag = (se.vlag as i128 * se.weight as i128 / weight.max(1) as i128) as i64;
+                se.weight = weight;
+            }
+        }
+        let resched = self.update_curr(cpu, now);
+        let (delayed, on_rq, old) = {
+            let se = &self.se[t];
+            (se.delayed, se.on_rq, se.cpu)
+        };
+        if delayed {
+            if old == cpu {
+                // `requeue_delayed_entity`.
+                if self.f.delay_zero {
+                    self.update_entity_lag(cpu, t);
+                    if self.se[t].vlag > 0 {
+                        self.tree_remove(cpu, t);
+                        self.rqs[cpu].nr_running -= 1;
+                        self.se[t].vlag = 0;
+                        self.place_entity(cpu, t, false);
+                        self.tree_insert(cpu, t);
+                        self.rqs[cpu].nr_running += 1;
+                    }
+                }
+                let rq = &mut self.rqs[cpu];
+                if let Some(i) = rq.delayed.iter().position(|&x| x == t) {
+                    rq.delayed.swap_remove(i);
+                }
+                self.se[t].delayed = false;
+                let w = self.se[t].weight;
+                self.bal.add(cpu, w);
+            } else {
+                self.finish_delayed(old, t);
+                self.sync_tick(cx, old);
+                self.place_entity(cpu, t, false);
+                self.attach(cpu, t);
+            }
+        } else if on_rq {
+            if old != cpu {
+                // Moved while queued or preempted (a migration).
+                self.detach_charged(cx, old, t);
+                self.place_entity(cpu, t, false);
+                self.attach(cpu, t);
+            }
+            // Else: put back by `stopping`, already queued.
+        } else {
+            self.place_entity(cpu, t, flags == EnqFlags::New);
+            self.attach(cpu, t);
+        }
+        if resched {
+            cx.resched(cpu);
+        } else if matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
+            self.wakeup_preempt(cx, cpu, t);
+        }
+        self.sync_tick(cx, cpu);
+    }
+
+    fn dequeue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        let Some(se) = self.se.get(t) else { return };
+        if se.on_rq && !se.delayed && self.rqs[se.cpu].curr != Some(t) {
+            let c = se.cpu;
+            self.detach_charged(cx, c, t);
+        }
+        self.sync_tick(cx, cpu);
+    }
+
+    fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
+        self.purge_exited(cx, cpu);
+        let picked = self.pick_entity(cpu, cx.now);
+        self.sync_tick(cx, cpu);
+        picked
+    }
+
+    fn balance(&mut self, cx: &mut Ctx, cpu: CpuId) {
+        fair::newidle_balance(self, cx, cpu);
+    }
+
+    fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, runnable: bool) {
+        self.stop_entity(cpu, t, cx.now, runnable);
+        self.sync_tick(cx, cpu);
+    }
+
+    fn tick(&mut self, cx: &mut Ctx, cpu: CpuId, t: TaskId) {
+        if self.rqs[cpu].curr != Some(t) {
+            return;
+        }
+        if self.update_curr(cpu, cx.now) {
+            cx.resched(cpu);
+        }
+        if self.bal.balance {
+            fair::tick_balance(self, cx, cpu);
+        }
+    }
+
+    fn reweight(&mut self, cx: &mut Ctx, t: TaskId, _old: u32) {
+        if t >= self.se.len() || !self.se[t].seen {
+            return;
+        }
+        let new_w = (cx.task(t).weight as u64).max(1);
+        let old_w = self.se[t].weight;
+        if new_w == old_w {
+            return;
+        }
+        if self.se[t].on_rq {
+            self.reweight_queued(cx, t, new_w);
+        } else {
+            let se = &mut self.se[t];
+            se.vlag = (se.vlag as i128 * old_w as i128 / new_w as i128) as i64;
+            se.weight = new_w;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bare scheduler on a uniform machine of `n` CPUs (for the arithmetic
+    /// of one runqueue; the engine is not involved).
+    fn bare(n: usize) -> Eevdf {
+        let text = format!(
+            "duration_s = 1\n[machine.types.c]\ncapacity = 1024\n[[machine.clusters]]\ntype = \"c\"\ncores = {n}\n"
+        );
+        let scn = crate::scenario::parse(&text, "t", crate::scenario::Format::Toml, &[]).unwrap();
+        let m = scn.build(None, vec![]).unwrap().machine;
+        Eevdf::from_params(&super::super::parse_spec("eevdf").unwrap(), &m).unwrap()
+    }
+
+    /// Queue an entity directly on cpu 0's tree.
+    fn put(s: &mut Eevdf, t: TaskId, v: i64, w: u64, deadline: i64) {
+        let base = s.base_slice;
+        let se = s.se_mut(t);
+        se.seen = true;
+        se.vruntime = v;
+        se.weight = w;
+        se.deadline = deadline;
+        se.slice = base;
+        s.attach(0, t);
+    }
+
+    #[test]
+    fn base_slice_scales_with_log2_of_the_cpus() {
+        // 0.75 ms × (1 + ilog2(min(n, 8))): 1 → 0.75, 2 → 1.5, 4 → 2.25,
+        // 8 and more → 3 ms.
+        assert_eq!(bare(1).base_slice(), 750_000);
+        assert_eq!(bare(2).base_slice(), 1_500_000);
+        assert_eq!(bare(4).base_slice(), 2_250_000);
+        assert_eq!(bare(16).base_slice(), 3_000_000);
+    }
+
+    #[test]
+    fn average_vruntime_is_the_weighted_floor_and_eligibility_is_exact() {
+        let mut s = bare(1);
+        // v = 0 (w 1024) and v = 3000 (w 335, nice 5):
+        // V = (0·1024 + 3000·335) / 1359 = 1_005_000 / 1359 = 739.51… → 739.
+        put(&mut s, 0, 0, 1024, 10);
+        put(&mut s, 1, 3000, 335, 20);
+        assert_eq!(s.avg_vruntime(0), 739);
+        // Eligible: v ≤ V exactly, Σwv ≥ v·Σw: 739·1359 = 1_004_301 ≤
+        // 1_005_000, 740·1359 = 1_005_660 > 1_005_000.
+        assert!(s.vruntime_eligible(0, 739));
+        assert!(!s.vruntime_eligible(0, 740));
+        assert!(s.eligible(0, 0));
+        assert!(!s.eligible(0, 1));
+        // Negative sums floor downwards, as the kernel's `avg -= load - 1`:
+        // v = −1 (w 1024) and v = 0 (w 1024): V = ⌊−1024 / 2048⌋ = −1.
+        let mut s = bare(1);
+        put(&mut s, 0, -1, 1024, 0);
+        put(&mut s, 1, 0, 1024, 0);
+        assert_eq!(s.avg_vruntime(0), -1);
+    }
+
+    #[test]
+    fn pick_is_the_eligible_entity_with_the_earliest_deadline() {
+        let mut s = bare(1);
+        // Three nice-0 entities, V = (0 + 600 + 1200) / 3 = 600.
+        // Task 2 has the earliest deadline but v = 1200 > V: not eligible.
+        // Tasks 0 (v 0, d 3000) and 1 (v 600, d 2000) are: 1 wins.
+        put(&mut s, 0, 0, 1024, 3000);
+        put(&mut s, 1, 600, 1024, 2000);
+        put(&mut s, 2, 1200, 1024, 1500);
+        assert_eq!(s.avg_vruntime(0), 600);
+        assert_eq!(s.pick_eevdf(0, None), Some(1));
+        // Equal deadlines: the one queued first.
+        let mut s = bare(1);
+        put(&mut s, 5, 0, 1024, 100);
+        put(&mut s, 3, 0, 1024, 100);
+        assert_eq!(s.pick_eevdf(0, None), Some(5));
+    }
+
+    #[test]
+    fn run_to_parity_keeps_a_protected_eligible_entity() {
+        let mut s = bare(1);
+        // Entity 0 ran (was put back, protected) with v 0, d 5000; entity 1
+        // has d 1000 and v 0: V = 0, both eligible. With RUN_TO_PARITY 0
+        // keeps the CPU; without it 1's earlier deadline wins.
+        put(&mut s, 0, 0, 1024, 5000);
+        put(&mut s, 1, 0, 1024, 1000);
+        s.se[0].protected = true;
+        assert_eq!(s.pick_eevdf(0, Some(0)), Some(0));
+        s.f.run_to_parity = false;
+        assert_eq!(s.pick_eevdf(0, Some(0)), Some(1));
+    }
+
+    #[test]
+    fn placement_scales_the_lag_by_the_load_it_joins() {
+        // Base slice 0.75 ms.
+        let mut s = bare(1);
+        // A queue with one nice-0 entity at v = 10_000 (V = 10_000), and a
+        // nice-0 task coming back with vlag = +300 (it was owed time):
+        // lag = 300 × (1024 + 1024) / 1024 = 600, v = 10_000 − 600 = 9_400,
+        // and then V = (10_000 + 9_400) / 2 = 9_700 = v + 300: its lag is
+        // exactly what it was.
+        put(&mut s, 0, 10_000, 1024, 20_000);
+        let se = s.se_mut(1);
+        se.seen = true;
+        se.weight = 1024;
+        se.vlag = 300;
+        s.place_entity(0, 1, false);
+        assert_eq!(s.se[1].vruntime, 9_400);
+        // Deadline: v + 0.75 ms × 1024/1024.
+        assert_eq!(s.se[1].deadline, 9_400 + 750_000);
+        s.attach(0, 1);
+        assert_eq!(s.avg_vruntime(0) - s.se[1].vruntime, 300);
+        // Negative lag −300 for a nice-5 task (w 335) joining load 2048:
+        // lag = −300 × (2048 + 335) / 2048 = −349.07… → −349 (truncated
+        // toward zero), v = V − lag = 9_700 + 349 = 10_049; deadline
+        // v + 750_000 × 1024 / 335 = 10_049 + 2_292_537.
+        let se = s.se_mut(2);
+        se.seen = true;
+        se.weight = 335;
+        se.vlag = -300;
+        s.place_entity(0, 2, false);
+        assert_eq!(s.se[2].vruntime, 10_049);
+        assert_eq!(s.se[2].deadline, 10_049 + 2_292_537);
+        // A new task: lag 0, half a slice (PLACE_DEADLINE_INITIAL).
+        let se = s.se_mut(3);
+        se.seen = true;
+        se.weight = 1024;
+        s.place_entity(0, 3, true);
+        assert_eq!(s.se[3].vruntime, 9_700);
+        assert_eq!(s.se[3].deadline, 9_700 + 375_000);
+    }
+
+    #[test]
+    fn lag_is_clamped_to_twice_the_slice() {
+        let mut s = bare(1);
+        // One entity far behind V: lag limit = calc_delta_fair(max(2 ×
+        // 0.75 ms, tick 4 ms)) = 4_000_000 for nice 0.
+        put(&mut s, 0, 0, 1024, 0);
+        put(&mut s, 1, 100_000_000, 1024, 0);
+        s.update_entity_lag(0, 0);
+        assert_eq!(s.se[0].vlag, 4_000_000);
+        s.update_entity_lag(0, 1);
+        assert_eq!(s.se[1].vlag, -4_000_000);
+    }
+
+    #[test]
+    fn delayed_entity_leaves_with_its_positive_lag_cleared() {
+        let mut s = bare(1);
+        // A delayed entity (v 0) and a nice-0 one at 1000: V = 500, the
+        // delayed one is eligible with lag +500; DELAY_ZERO drops it.
+        put(&mut s, 0, 0, 1024, 10);
+        put(&mut s, 1, 1000, 1024, 20);
+        s.se[0].delayed = true;
+        s.rqs[0].delayed.push(0);
+        s.finish_delayed(0, 0);
+        assert_eq!(s.se[0].vlag, 0);
+        assert!(!s.se[0].on_rq);
+        assert_eq!(s.rqs[0].nr_running, 1);
+        // Without DELAY_ZERO the lag stays.
+        let mut s = bare(1);
+        s.f.delay_zero = false;
+        put(&mut s, 0, 0, 1024, 10);
+        put(&mut s, 1, 1000, 1024, 20);
+        s.se[0].delayed = true;
+        s.finish_delayed(0, 0);
+        assert_eq!(s.se[0].vlag, 500);
+    }
+
+    #[test]
+    fn a_sleeper_with_negative_lag_stays_queued_until_eligible() {
+        // Slice 0.75 ms, tick 4 ms.
+        let mut s = bare(1);
+        // Spinner 0 queued at v = 0 (deadline 0.75 ms); task 1 running at
+        // v = 1 ms (deadline 2 ms): V = 0.5 ms, task 1 is 0.5 ms past it.
+        put(&mut s, 0, 0, 1024, 750_000);
+        put(&mut s, 1, 1_000_000, 1024, 2_000_000);
+        s.tree_remove(0, 1);
+        s.rqs[0].curr = Some(1);
+        s.rqs[0].ticking = true;
+        s.se[1].exec_start = SimTime(0);
+        // It sleeps: not eligible, so it is delayed, still counted in V.
+        s.stop_entity(0, 1, SimTime(0), false);
+        assert!(s.se[1].delayed && s.se[1].on_rq);
+        assert_eq!(s.rqs[0].nr_running, 2);
+        assert_eq!(s.avg_vruntime(0), 500_000);
+        // The pick: V = 0.5 ms, only 0 is eligible: it runs.
+        assert_eq!(s.pick_entity(0, SimTime(0)), Some(0));
+        // 0 runs 0.4 ms: V = (0.4 + 1) / 2 = 0.7 ms < 1 ms, 1 still not
+        // eligible; 0 stops (preempted) and is picked again.
+        s.stop_entity(0, 0, SimTime(400_000), true);
+        assert_eq!(s.pick_entity(0, SimTime(400_000)), Some(0));
+        assert!(s.se[1].delayed);
+        // 0 runs to 1.2 ms: v0 = 1.2 ms is past its deadline, which becomes
+        // 1.2 + 0.75 = 1.95 ms. V = (1.2 + 1) / 2 = 1.1 ms: 0 is no longer
+        // eligible, 1 (v 1 ms) is, and it is the eligible one with the
+        // earliest deadline (2 ms; 0's 1.95 ms does not count): it is
+        // picked, and being asleep it leaves the queue, with lag
+        // V − v = 0.1 ms cleared by DELAY_ZERO. 0 runs.
+        s.stop_entity(0, 0, SimTime(1_200_000), true);
+        assert_eq!(s.se[0].deadline, 1_950_000);
+        assert_eq!(s.pick_entity(0, SimTime(1_200_000)), Some(0));
+        assert!(!s.se[1].delayed && !s.se[1].on_rq);
+        assert_eq!(s.se[1].vlag, 0);
+        assert_eq!(s.rqs[0].nr_running, 1);
+        assert!(s.rqs[0].delayed.is_empty());
+    }
+
+    #[test]
+    fn skipped_ticks_renew_the_deadline_where_ticks_would() {
+        // Slice 0.75 ms, tick 4 ms.
+        let mut s = bare(1);
+        put(&mut s, 0, 0, 1024, 750_000);
+        s.tree_remove(0, 0);
+        s.rqs[0].curr = Some(0);
+        s.se[0].exec_start = SimTime(0);
+        // Alone, no ticks asked for. Charged at 9 ms: the ticks at 4 and 8 ms
+        // each find the deadline passed (4.75 ms, then 8.75 ms); the charge
+        // at 9 ms is an update_curr too: v = 9 ms ≥ 8.75 ms renews it to
+        // 9.75 ms.
+        assert!(!s.update_curr(0, SimTime(9_000_000)));
+        assert_eq!(s.se[0].vruntime, 9_000_000);
+        assert_eq!(s.se[0].deadline, 9_750_000);
+        // From 9 ms to 11.5 ms: no tick boundary (next at 12 ms), one
+        // charge: v = 11.5 ms ≥ 9.75 ms, deadline 12.25 ms.
+        assert!(!s.update_curr(0, SimTime(11_500_000)));
+        assert_eq!(s.se[0].deadline, 12_250_000);
+    }
+}

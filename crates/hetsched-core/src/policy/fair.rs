@@ -1,0 +1,738 @@
+//! What Linux's fair-class models share: the per-CPU counts that placement
+//! and balancing read, wake-up placement (`select_idle_sibling`,
+//! `find_idlest_cpu`), and load balancing (newidle, nohz idle and periodic
+//! balancing over the scheduling domains SMT → LLC → node → system).
+//!
+//! `cfs` (the pre-6.6 fair class) and `eevdf` (6.6 and later) differ in how
+//! they order and pick the tasks of one runqueue, not in how the kernel moves
+//! tasks between runqueues: both use this module. A scheduler keeps its own
+//! runqueues and tells the [`Balancer`] when a task starts or stops counting
+//! on a CPU ([`Balancer::add`], [`Balancer::sub`]); balancing asks it, through
+//! [`FairQueues`], which queued tasks may move and moves them.
+//!
+//! The balancing rules are documented in `cfs.rs` (module doc) and in
+//! `docs/policies.md`.
+
+use super::{Ctx, EnqFlags};
+use crate::hw::{CpuId, Machine};
+use crate::os::TaskId;
+use crate::time::SimTime;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Weight of a nice-0 task.
+pub(super) const NICE_0_LOAD: u64 = 1024;
+
+/// `a × b / c` without overflow, in 64-bit arithmetic when the product fits
+/// (always, in practice) and 128-bit otherwise; the same result either way.
+#[inline]
+pub(super) fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    match a.checked_mul(b) {
+        Some(p) => p / c,
+        None => ((a as u128 * b as u128) / c as u128) as u64,
+    }
+}
+
+/// `delta × 1024 / weight`, the kernel's `calc_delta_fair`.
+#[inline]
+pub(super) fn calc_delta_fair(delta: u64, weight: u64) -> u64 {
+    if weight == NICE_0_LOAD {
+        delta
+    } else {
+        mul_div(delta, NICE_0_LOAD, weight.max(1))
+    }
+}
+
+/// The kernel's `SCHED_TUNABLESCALING_LOG` factor, `1 + ilog2(min(ncpus, 8))`.
+pub(super) fn tunable_scale(m: &Machine) -> u64 {
+    1 + (m.ncpus().clamp(1, 8) as u64).ilog2() as u64
+}
+
+/// A set of CPUs as a bit mask with its size, for the idle and overloaded
+/// sets: O(1) insert, remove, membership and size; iteration in ascending
+/// order.
+#[derive(Clone, Debug)]
+pub(super) struct CpuBits {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl CpuBits {
+    pub(super) fn new(n: usize) -> CpuBits {
+        CpuBits {
+            words: vec![0; n.div_ceil(64).max(1)],
+            len: 0,
+        }
+    }
+
+    pub(super) fn full(n: usize) -> CpuBits {
+        let mut s = CpuBits::new(n);
+        for c in 0..n {
+            s.insert(c);
+        }
+        s
+    }
+
+    #[inline]
+    pub(super) fn contains(&self, c: CpuId) -> bool {
+        self.words[c / 64] & (1u64 << (c % 64)) != 0
+    }
+
+    #[inline]
+    pub(super) fn insert(&mut self, c: CpuId) {
+        let w = &mut self.words[c / 64];
+        let bit = 1u64 << (c % 64);
+        if *w & bit == 0 {
+            *w |= bit;
+            self.len += 1;
+        }
+    }
+
+    #[inline]
+    pub(super) fn remove(&mut self, c: CpuId) {
+        let w = &mut self.words[c / 64];
+        let bit = 1u64 << (c % 64);
+        if *w & bit != 0 {
+            *w &= !bit;
+            self.len -= 1;
+        }
+    }
+
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The members in ascending order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
+        super::set_bits(&self.words)
+    }
+}
+
+/// A runqueue's timeline: the queued tasks in key order (`cfs`: `(vruntime,
+/// task)`; `eevdf`: `(deadline, queued order, task)`).
+///
+/// Fair-class runqueues are usually short (a few tasks per CPU), where a sorted
+/// vector beats any tree: the leftmost task is its last element (the vector
+/// is kept in descending order), so picking it is a `pop`, and inserting or
+/// removing moves a few entries. Past [`Timeline::SMALL_MAX`] entries it
+/// turns into a B-tree (O(log n) whatever the length) and back below
+/// [`Timeline::SMALL_BACK`]. Both hold the same set in the same order, so
+/// the choice never changes a decision.
+#[derive(Clone, Debug)]
+pub(super) enum Timeline<K> {
+    /// Descending order: the leftmost (smallest) key is last.
+    Small(Vec<K>),
+    Big(BTreeSet<K>),
+}
+
+impl<K> Default for Timeline<K> {
+    fn default() -> Self {
+        Timeline::Small(Vec::new())
+    }
+}
+
+impl<K: Ord + Copy> Timeline<K> {
+    /// Longest sorted vector; one more entry turns it into a tree.
+    const SMALL_MAX: usize = 48;
+    /// A tree shorter than this turns back into a vector.
+    const SMALL_BACK: usize = 16;
+
+    #[inline]
+    pub(super) fn insert(&mut self, key: K) {
+        match self {
+            Timeline::Small(v) => {
+                let at = v.partition_point(|e| *e > key);
+                debug_assert!(v.get(at) != Some(&key), "duplicate timeline key");
+                v.insert(at, key);
+                if v.len() > Self::SMALL_MAX {
+                    *self = Timeline::Big(v.iter().copied().collect());
+                }
+            }
+            Timeline::Big(b) => {
+                b.insert(key);
+            }
+        }
+    }
+
+    /// Remove `key`; whether it was there.
+    #[inline]
+    pub(super) fn remove(&mut self, key: &K) -> bool {
+        match self {
+            Timeline::Small(v) => match v.binary_search_by(|e| key.cmp(e)) {
+                Ok(i) => {
+                    v.remove(i);
+                    true
+                }
+                Err(_) => false,
+            },
+            Timeline::Big(b) => {
+                let found = b.remove(key);
+                self.maybe_shrink();
+                found
+            }
+        }
+    }
+
+    /// Remove and return the leftmost key.
+    #[inline]
+    pub(super) fn pop_first(&mut self) -> Option<K> {
+        match self {
+            Timeline::Small(v) => v.pop(),
+            Timeline::Big(b) => {
+                let first = b.pop_first();
+                self.maybe_shrink();
+                first
+            }
+        }
+    }
+
+    fn maybe_shrink(&mut self) {
+        if let Timeline::Big(b) = self {
+            if b.len() < Self::SMALL_BACK {
+                *self = Timeline::Small(b.iter().rev().copied().collect());
+            }
+        }
+    }
+
+    /// The leftmost key.
+    #[inline]
+    pub(super) fn first(&self) -> Option<K> {
+        match self {
+            Timeline::Small(v) => v.last().copied(),
+            Timeline::Big(b) => b.first().copied(),
+        }
+    }
+
+    /// The keys in ascending order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = K> + '_ {
+        let (small, big) = match self {
+            Timeline::Small(v) => (Some(v.iter().rev().copied()), None),
+            Timeline::Big(b) => (None, Some(b.iter().copied())),
+        };
+        small.into_iter().flatten().chain(big.into_iter().flatten())
+    }
+}
+
+/// One scheduling-domain level of a CPU.
+#[derive(Clone, Debug)]
+pub(super) struct Level {
+    pub(super) span: Arc<[CpuId]>,
+    pub(super) interval: SimTime,
+}
+
+/// Scheduling domains of every CPU: SMT siblings, LLC, node, system (each span
+/// in ascending CPU order, which the balancing code relies on); levels
+/// with the same span as the one below (or a single CPU) are dropped, as the
+/// kernel degenerates them.
+fn build_levels(m: &Machine) -> Vec<Vec<Level>> {
+    use std::collections::BTreeMap;
+    let n = m.ncpus();
+    let mut cache: BTreeMap<(u8, u64), Arc<[CpuId]>> = BTreeMap::new();
+    let mut span_of = |lvl: u8, key: u64, pred: &dyn Fn(&crate::hw::Cpu) -> bool| -> Arc<[CpuId]> {
+        cache
+            .entry((lvl, key))
+            .or_insert_with(|| {
+                m.cpus
+                    .iter()
+                    .filter(|c| pred(c))
+                    .map(|c| c.id)
+                    .collect::<Vec<_>>()
+                    .into()
+            })
+            .clone()
+    };
+    let mut out = Vec::with_capacity(n);
+    for c in &m.cpus {
+        let (node, core, llc) = (c.node, c.core, c.llc);
+        let spans = [
+            span_of(0, core as u64, &|x| x.core == core),
+            span_of(1, llc as u64, &|x| x.llc == llc),
+            span_of(2, node as u64, &|x| x.node == node),
+            span_of(3, 0, &|_| true),
+        ];
+        let mut levels: Vec<Level> = Vec::new();
+        for s in spans {
+            if s.len() <= 1 || levels.last().is_some_and(|l| l.span.len() == s.len()) {
+                continue;
+            }
+            let interval = SimTime::ms(s.len() as u64).max(m.tick);
+            levels.push(Level { span: s, interval });
+        }
+        out.push(levels);
+    }
+    out
+}
+
+/// Per-CPU counts, scheduling domains and balancing state of a fair-class
+/// scheduler.
+#[derive(Clone, Debug)]
+pub(super) struct Balancer {
+    /// Load balancing between CPUs at all (`balance` parameter).
+    pub(super) balance: bool,
+    /// Periodic-balance interval multiplier on busy CPUs.
+    busy_factor: u64,
+    /// Per CPU: sum of the weights of its queued tasks and the current one.
+    pub(super) load: Vec<u64>,
+    /// Per CPU: its queued tasks plus the current one.
+    pub(super) nr: Vec<u32>,
+    pub(super) levels: Vec<Vec<Level>>,
+    next_balance: Vec<Vec<SimTime>>,
+    /// Per CPU and level: periodic balances in a row that found an imbalance
+    /// but no task light enough to move (the kernel's `nr_balance_failed`).
+    balance_failed: Vec<Vec<u32>>,
+    /// Per CPU: when periodic balancing last moved a task to it. Among equally
+    /// loaded CPUs the one that pulled longest ago pulls next, as each CPU
+    /// balancing on its own tick would.
+    last_pull: Vec<SimTime>,
+    /// CPUs with no task counted.
+    pub(super) idle: CpuBits,
+    /// CPUs with two or more tasks (the kernel's "overloaded"): the only
+    /// ones newidle balancing can pull from.
+    overloaded: CpuBits,
+    /// Per CPU, the widest domain span inside its LLC (`select_idle_sibling`'s
+    /// scan), computed once since the topology does not change.
+    llc_span: Vec<Option<Arc<[CpuId]>>>,
+}
+
+impl Balancer {
+    pub(super) fn new(m: &Machine, balance: bool, busy_factor: u64) -> Balancer {
+        let n = m.ncpus();
+        let levels = build_levels(m);
+        let llc_span = (0..n)
+            .map(|p| {
+                let llc = m.cpus[p].llc;
+                levels[p]
+                    .iter()
+                    .rev()
+                    .find(|l| l.span.iter().all(|&c| m.cpus[c].llc == llc))
+                    .map(|l| l.span.clone())
+            })
+            .collect();
+        let next_balance = levels
+            .iter()
+            .map(|l| vec![SimTime::ZERO; l.len()])
+            .collect();
+        let balance_failed = levels.iter().map(|l| vec![0; l.len()]).collect();
+        Balancer {
+            balance,
+            busy_factor,
+            load: vec![0; n],
+            nr: vec![0; n],
+            levels,
+            next_balance,
+            balance_failed,
+            last_pull: vec![SimTime::ZERO; n],
+            idle: CpuBits::full(n),
+            overloaded: CpuBits::new(n),
+            llc_span,
+        }
+    }
+
+    /// A task of weight `w` starts counting on `cpu`.
+    #[inline]
+    pub(super) fn add(&mut self, cpu: CpuId, w: u64) {
+        self.load[cpu] += w;
+        self.set_nr(cpu, 1);
+    }
+
+    /// A task of weight `w` stops counting on `cpu`.
+    #[inline]
+    pub(super) fn sub(&mut self, cpu: CpuId, w: u64) {
+        self.load[cpu] -= w;
+        self.set_nr(cpu, -1);
+    }
+
+    fn set_nr(&mut self, cpu: CpuId, delta: i32) {
+        let before = self.nr[cpu];
+        let after = (before as i64 + delta as i64) as u32;
+        self.nr[cpu] = after;
+        if before == 0 && after > 0 {
+            self.idle.remove(cpu);
+        } else if before > 0 && after == 0 {
+            self.idle.insert(cpu);
+        }
+        if before < 2 && after >= 2 {
+            self.overloaded.insert(cpu);
+        } else if before >= 2 && after < 2 {
+            self.overloaded.remove(cpu);
+        }
+    }
+
+    pub(super) fn is_idle(&self, cx: &Ctx, cpu: CpuId) -> bool {
+        self.nr[cpu] == 0 && cx.current(cpu).is_none() && cx.online(cpu)
+    }
+
+    /// SMT siblings of `cpu` that are running or have queued work (0 without
+    /// SMT).
+    pub(super) fn busy_siblings(&self, cx: &Ctx, cpu: CpuId) -> u32 {
+        cx.machine.cpus[cpu]
+            .siblings
+            .iter()
+            .filter(|&&s| cx.current(s).is_some() || self.nr[s] > 0)
+            .count() as u32
+    }
+
+    /// Least loaded allowed online CPU (`find_idlest_cpu`; ties: lowest id).
+    pub(super) fn idlest(&self, cx: &Ctx, t: TaskId) -> CpuId {
+        let aff = &cx.task(t).affinity;
+        let mut best: Option<(u64, u32, u32, CpuId)> = None;
+        for c in 0..cx.ncpus() {
+            if !aff.contains(c) || !cx.online(c) {
+                continue;
+            }
+            let busy = cx.current(c).is_some() as u64;
+            // find_idlest_group: at equal load a CPU whose core has more idle
+            // hyperthreads wins (a fully idle core before a shared one).
+            let key = (
+                self.load[c].max(busy * NICE_0_LOAD),
+                self.busy_siblings(cx, c),
+                self.nr[c],
+                c,
+            );
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        best.map(|b| b.3).unwrap_or(cx.task(t).cpu)
+    }
+
+    /// Wake-up and fork placement without capacity awareness: a waking task
+    /// goes to its previous CPU if idle, else to an idle CPU sharing its LLC
+    /// (`select_idle_sibling`; with SMT a fully idle core first), else to its
+    /// previous CPU; anything else goes to the least loaded allowed CPU.
+    /// `prev_ok` is the previous CPU when it is allowed and online.
+    pub(super) fn place(
+        &self,
+        cx: &Ctx,
+        t: TaskId,
+        prev_ok: Option<CpuId>,
+        flags: EnqFlags,
+    ) -> CpuId {
+        match (flags, prev_ok) {
+            (EnqFlags::Wakeup, Some(p)) => {
+                if self.is_idle(cx, p) {
+                    return p;
+                }
+                if self.idle.is_empty() {
+                    return p; // nothing idle anywhere: no need to scan the LLC
+                }
+                // select_idle_sibling: scan the LLC, starting after prev;
+                // with SMT, a CPU of a fully idle core first
+                // (select_idle_core), then any idle CPU.
+                if let Some(span) = &self.llc_span[p] {
+                    let aff = &cx.task(t).affinity;
+                    // Spans are in ascending CPU order.
+                    let start = span.binary_search(&p).unwrap_or(0);
+                    let smt = !cx.machine.cpus[p].siblings.is_empty();
+                    let mut idle_cpu = None;
+                    for i in 1..span.len() {
+                        let c = span[(start + i) % span.len()];
+                        if aff.contains(c) && self.is_idle(cx, c) {
+                            if !smt || self.busy_siblings(cx, c) == 0 {
+                                return c;
+                            }
+                            idle_cpu.get_or_insert(c);
+                        }
+                    }
+                    if let Some(c) = idle_cpu {
+                        return c;
+                    }
+                }
+                p
+            }
+            _ => self.idlest(cx, t),
+        }
+    }
+
+    /// The group `c` belongs to in a domain spanning `size` CPUs: the lowest
+    /// CPU of its widest smaller domain (itself at the lowest level).
+    fn group_key(&self, c: CpuId, size: usize) -> CpuId {
+        self.levels[c]
+            .iter()
+            .rev()
+            .find(|l| l.span.len() < size)
+            .map_or(c, |l| l.span[0])
+    }
+
+    /// Periodic balancing of one domain from busy `cpu`'s side: the domain's
+    /// groups are its child domains (single CPUs at the lowest level), each
+    /// with its average load per CPU, as in the kernel's
+    /// `find_busiest_group`. If `cpu`'s group is above the domain's average
+    /// and another group below it, return the least loaded CPU of the least
+    /// loaded group and the load to move, `min((src − avg)·n_src,
+    /// (avg − dst)·n_dst)` (`calculate_imbalance`). Ties between groups and
+    /// between CPUs go to the one that pulled longest ago, then the lowest id.
+    fn find_imbalance(&self, cx: &Ctx, cpu: CpuId, span: &[CpuId]) -> Option<(CpuId, u64)> {
+        let size = span.len();
+        // (group key, load, online CPUs, latest pull into the group)
+        let mut groups: Vec<(CpuId, u64, u64, SimTime)> = Vec::new();
+        let mut mine = None;
+        for &c in span {
+            if !cx.online(c) {
+                continue;
+            }
+            let key = self.group_key(c, size);
+            if c == cpu {
+                mine = Some(key);
+            }
+            groups.push((key, self.load[c], 1, self.last_pull[c]));
+        }
+        groups.sort_unstable_by_key(|g| g.0);
+        groups.dedup_by(|b, a| {
+            if a.0 == b.0 {
+                a.1 += b.1;
+                a.2 += b.2;
+                a.3 = a.3.max(b.3);
+                true
+            } else {
+                false
+            }
+        });
+        let mine = mine?;
+        let avg = |g: &(CpuId, u64, u64, SimTime)| g.1 * NICE_0_LOAD / g.2;
+        let (load, n) = groups.iter().fold((0, 0), |(l, n), g| (l + g.1, n + g.2));
+        let all = load * NICE_0_LOAD / n.max(1);
+        let src = groups.iter().find(|g| g.0 == mine)?;
+        let dst = groups
+            .iter()
+            .filter(|g| g.0 != mine)
+            .min_by_key(|g| (avg(g), g.3, g.0))?;
+        let (a_src, a_dst) = (avg(src), avg(dst));
+        if a_src <= all || a_dst >= all {
+            return None;
+        }
+        let imbalance = ((a_src - all) * src.2).min((all - a_dst) * dst.2) / NICE_0_LOAD;
+        // The least loaded CPU of that group takes the task(s).
+        let dst_key = dst.0;
+        let target = span
+            .iter()
+            .copied()
+            .filter(|&c| c != cpu && cx.online(c) && self.group_key(c, size) == dst_key)
+            .min_by_key(|&c| (self.load[c], self.last_pull[c], c))?;
+        (imbalance > 0).then_some((target, imbalance))
+    }
+}
+
+/// A fair-class scheduler's side of balancing: its runqueues as the
+/// [`Balancer`] sees them.
+pub(super) trait FairQueues {
+    fn bal(&self) -> &Balancer;
+    fn bal_mut(&mut self) -> &mut Balancer;
+    /// Call `f` with every task queued on `cpu` that balancing may move (not
+    /// the running one); the order does not matter.
+    fn for_each_movable(&self, cpu: CpuId, f: impl FnMut(TaskId));
+    /// A task's load weight.
+    fn weight(&self, t: TaskId) -> u64;
+    /// When the task last stopped running.
+    fn last_run(&self, t: TaskId) -> SimTime;
+    /// Move queued task `t` from `src` to `dst` (detach, attach, tell the
+    /// engine with `cx.migrate`).
+    fn move_queued(&mut self, cx: &mut Ctx, t: TaskId, src: CpuId, dst: CpuId);
+}
+
+/// The coldest queued task on `src` that may run on `dst` and weighs at most
+/// `max_weight` (ties: the lowest task id).
+pub(super) fn pick_migratable<Q: FairQueues>(
+    q: &Q,
+    cx: &Ctx,
+    src: CpuId,
+    dst: CpuId,
+    max_weight: u64,
+) -> Option<TaskId> {
+    let mut best: Option<(SimTime, TaskId)> = None;
+    q.for_each_movable(src, |t| {
+        if q.weight(t) > max_weight || !cx.task(t).affinity.contains(dst) {
+            return;
+        }
+        let key = (q.last_run(t), t);
+        if best.is_none_or(|b| key < b) {
+            best = Some(key);
+        }
+    });
+    best.map(|b| b.1)
+}
+
+/// Newidle balancing: `cpu` is about to go idle; pull one task from the
+/// busiest CPU of the nearest domain that has one to give (ties: the
+/// lowest-numbered).
+pub(super) fn newidle_balance<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId) {
+    let b = q.bal();
+    if !b.balance {
+        return;
+    }
+    // Only overloaded CPUs can give one; when they are few, look at them
+    // rather than at the whole span (same answer, as both go in ascending
+    // order).
+    if b.overloaded.is_empty() {
+        return;
+    }
+    for li in 0..b.levels[cpu].len() {
+        let b = q.bal();
+        let span = b.levels[cpu][li].span.clone();
+        let mut busiest: Option<(u64, CpuId)> = None;
+        let mut consider = |c: CpuId| {
+            if c == cpu || b.nr[c] < 2 {
+                return;
+            }
+            let key = (b.load[c], c);
+            if busiest.is_none_or(|x| key.0 > x.0) {
+                busiest = Some(key);
+            }
+        };
+        if b.overloaded.len() < span.len() {
+            for c in b.overloaded.iter() {
+                if span.binary_search(&c).is_ok() {
+                    consider(c);
+                }
+            }
+        } else {
+            for &c in span.iter() {
+                consider(c);
+            }
+        }
+        if let Some((_, src)) = busiest {
+            if let Some(t) = pick_migratable(q, cx, src, cpu, u64::MAX) {
+                q.move_queued(cx, t, src, cpu);
+                return;
+            }
+        }
+    }
+}
+
+/// On the tick of a CPU with waiting tasks: hand one to an idle CPU (nohz
+/// idle balance), then periodic balancing of its domains.
+pub(super) fn tick_balance<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId) {
+    if q.bal().nr[cpu] < 2 {
+        return;
+    }
+    // nohz idle balance: nearest idle CPU by domain level.
+    if !q.bal().idle.is_empty() {
+        let mut target = None;
+        let b = q.bal();
+        'levels: for lvl in &b.levels[cpu] {
+            for &c in lvl.span.iter() {
+                if c != cpu && b.idle.contains(c) && b.is_idle(cx, c) {
+                    if let Some(t) = pick_migratable(q, cx, cpu, c, u64::MAX) {
+                        target = Some((t, c));
+                        break 'levels;
+                    }
+                }
+            }
+        }
+        if let Some((t, c)) = target {
+            q.move_queued(cx, t, cpu, c);
+            return;
+        }
+    }
+    let now = cx.now;
+    for li in 0..q.bal().levels[cpu].len() {
+        let b = q.bal_mut();
+        if now < b.next_balance[cpu][li] {
+            continue;
+        }
+        let lvl = b.levels[cpu][li].clone();
+        b.next_balance[cpu][li] = now + SimTime(lvl.interval.0 * b.busy_factor);
+        let Some((dst, mut imbalance)) = q.bal().find_imbalance(cx, cpu, &lvl.span) else {
+            continue;
+        };
+        let mut moved = false;
+        // After `failed` fruitless balances a task counts with its load
+        // halved that many times (`detach_tasks`' shr_bound(load,
+        // nr_balance_failed) > imbalance test): a one-task imbalance is
+        // moved on the second try, and threads keep rotating.
+        let failed = q.bal().balance_failed[cpu][li].min(16);
+        while imbalance > 0 && q.bal().nr[cpu] >= 2 {
+            let allowed = imbalance.saturating_mul(1 << failed).min(u64::MAX >> 1);
+            let Some(t) = pick_migratable(q, cx, cpu, dst, allowed) else {
+                break;
+            };
+            imbalance -= q.weight(t).min(imbalance);
+            q.move_queued(cx, t, cpu, dst);
+            moved = true;
+        }
+        let b = q.bal_mut();
+        if moved {
+            b.balance_failed[cpu][li] = 0;
+            b.last_pull[dst] = now;
+            break;
+        }
+        if imbalance > 0 && b.nr[cpu] >= 2 {
+            b.balance_failed[cpu][li] += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::os::TaskId;
+    use proptest::prelude::*;
+
+    #[test]
+    fn calc_delta_fair_uses_the_weight_ratio() {
+        // nice 0: wall time; nice 5 (weight 335): 1024/335 faster.
+        assert_eq!(calc_delta_fair(1_000_000, 1024), 1_000_000);
+        assert_eq!(calc_delta_fair(335, 335), 1024);
+    }
+
+    proptest! {
+        /// The timeline holds exactly what a B-tree set would, in the same
+        /// order, through growing into a tree and shrinking back.
+        #[test]
+        fn timeline_matches_btreeset(ops in proptest::collection::vec((0u8..5, 0u64..40, 0usize..80), 1..600)) {
+            let mut tl = Timeline::default();
+            let mut model: BTreeSet<(u64, TaskId)> = BTreeSet::new();
+            for (op, v, t) in ops {
+                let key = (v, t);
+                match op {
+                    0 | 1 => {
+                        if model.insert(key) {
+                            tl.insert(key);
+                        }
+                    }
+                    2 => prop_assert_eq!(tl.remove(&key), model.remove(&key)),
+                    _ => prop_assert_eq!(tl.pop_first(), model.pop_first()),
+                }
+                prop_assert_eq!(tl.first(), model.first().copied());
+                let got: Vec<_> = tl.iter().collect();
+                let want: Vec<_> = model.iter().copied().collect();
+                prop_assert_eq!(got, want);
+            }
+            // Drain it: the tree turns back into a vector on the way.
+            while !model.is_empty() {
+                prop_assert_eq!(tl.pop_first(), model.pop_first());
+                prop_assert_eq!(tl.first(), model.first().copied());
+            }
+            prop_assert_eq!(tl.pop_first(), None);
+        }
+
+        /// The CPU bit set agrees with a B-tree set on membership, size and
+        /// ascending iteration.
+        #[test]
+        fn cpubits_matches_btreeset(ops in proptest::collection::vec((any::<bool>(), 0usize..200), 1..400)) {
+            let mut bits = CpuBits::new(200);
+            let mut model: BTreeSet<CpuId> = BTreeSet::new();
+            for (ins, c) in ops {
+                if ins {
+                    bits.insert(c);
+                    model.insert(c);
+                } else {
+                    bits.remove(c);
+                    model.remove(&c);
+                }
+                prop_assert_eq!(bits.len(), model.len());
+                prop_assert_eq!(bits.is_empty(), model.is_empty());
+                prop_assert_eq!(bits.contains(c), model.contains(&c));
+                let got: Vec<_> = bits.iter().collect();
+                let want: Vec<_> = model.iter().copied().collect();
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+}
