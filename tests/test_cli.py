@@ -232,6 +232,9 @@ def test_reproduce_json(two_reproductions, capsys) -> None:
             "tolerance": "±15%",
             "verdict": "match",
             "note": "",
+            "kind": "prediction",
+            "calibrated_by": None,
+            "follows_from": None,
         }
     ]
     assert "good: match" in captured.err
@@ -408,7 +411,7 @@ def test_reproduce_rows_wrap_to_the_terminal(two_reproductions, monkeypatch, cap
     assert max(len(line) for line in lines) <= 72
     # The claim is wrapped within its column; the other cells stay on the first line.
     first = lines[2].split()
-    assert first[0] == "good" and first[-4:] == ["3.3", "3.2", "±15%", "match"]
+    assert first[0] == "good" and first[-5:] == ["3.3", "3.2", "±15%", "match", "prediction"]
     start = lines[0].index("claim")
     claim = " ".join(line[start : start + 40].split("  ")[0].strip() for line in lines[2:5])
     assert claim.startswith("a claim long enough to need")

@@ -20,7 +20,8 @@ FEATURES = [
 ]
 
 
-def test_list_policies_shows_eevdf_and_its_features(capsys) -> None:
+def test_list_policies_shows_eevdf_and_its_features(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one line per parameter
     assert cli.main(["list", "policies"]) == 0
     out = capsys.readouterr().out
     assert out.index("schedulers") < out.index("eevdf") < out.index("governors")

@@ -1,7 +1,7 @@
 //! Results of a run: per-task, per-program and per-CPU rows and a summary,
 //! serialisable as JSON (the Python layer turns them into DataFrames).
 
-use crate::os::TaskId;
+pub use crate::sim::VmRow;
 use crate::sim::Engine;
 use crate::trace::TraceEvent;
 use serde::Serialize;
@@ -358,31 +358,3 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
     }
 }
 
-/// Per-VM results of a run.
-#[derive(Clone, Debug, Serialize)]
-pub struct VmRow {
-    /// Index of the VM.
-    pub vm: usize,
-    /// Its name.
-    pub name: String,
-    /// Number of vCPUs.
-    pub vcpus: u32,
-    /// Credit weight.
-    pub weight: u32,
-    /// Priority class (`high`/`low`).
-    pub priority: String,
-    /// Asymmetry-aware guest.
-    pub aware: bool,
-    /// Host task id of each vCPU (the `task` of their trace events).
-    pub vcpu_tasks: Vec<TaskId>,
-    /// Names of its programs.
-    pub programs: Vec<String>,
-    /// Time its vCPUs ran, summed, s.
-    pub run_s: f64,
-    /// Time its vCPUs ran on the fastest CPU type, summed, s.
-    pub fast_s: f64,
-    /// Migrations of its vCPUs between host CPUs.
-    pub migrations: u64,
-    /// Active (not blocked) vCPUs over time: `(t_s, count)` at each change.
-    pub active_vcpus: Vec<(f64, u32)>,
-}

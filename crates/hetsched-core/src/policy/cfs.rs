@@ -42,7 +42,7 @@
 
 use super::fair::{self, calc_delta_fair, mul_div, Balancer, FairQueues, Timeline};
 use super::fam::FaultMigrate;
-use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
+use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 use crate::time::SimTime;
@@ -90,7 +90,7 @@ fn params() -> Vec<ParamDef> {
 }
 
 /// Registry entry of `capacity-aware`.
-pub fn capacity_aware_info() -> PolicyInfo {
+pub fn capacity_aware_info() -> About {
     let params = params()
         .into_iter()
         .map(|mut p| {
@@ -100,16 +100,15 @@ pub fn capacity_aware_info() -> PolicyInfo {
             p
         })
         .collect();
-    PolicyInfo {
+    About {
         name: "capacity-aware",
-        kind: Kind::Scheduler,
         doc: "CFS with Linux's capacity awareness: wake-up placement on an idle CPU where the task fits (util × 1.25 < capacity), misfit detection and migration to a bigger CPU",
         params,
     }
 }
 
 /// Registry entry of `eas`.
-pub fn eas_info() -> PolicyInfo {
+pub fn eas_info() -> About {
     let params = params()
         .into_iter()
         .map(|mut p| {
@@ -119,9 +118,8 @@ pub fn eas_info() -> PolicyInfo {
             p
         })
         .collect();
-    PolicyInfo {
+    About {
         name: "eas",
-        kind: Kind::Scheduler,
         doc: "Energy Aware Scheduling on capacity-aware CFS: wake-up placement minimising the estimated energy of the performance domains (at the P-state schedutil would pick), off while any CPU is over-utilised (> 80%)",
         params,
     }
@@ -143,20 +141,18 @@ fn pelt_decay(dt: SimTime) -> f64 {
 }
 
 /// Registry entry of `cfs`.
-pub fn info() -> PolicyInfo {
-    PolicyInfo {
+pub fn info() -> About {
+    About {
         name: "cfs",
-        kind: Kind::Scheduler,
         doc: "Linux CFS: vruntime-ordered per-CPU runqueues, nice weights, latency/granularity, wake-up preemption, load balancing over SMT/LLC/node domains",
         params: params(),
     }
 }
 
 /// Registry entry of `pinned`.
-pub fn pinned_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn pinned_info() -> About {
+    About {
         name: "pinned",
-        kind: Kind::Scheduler,
         doc: "CFS per CPU with no migration: each task runs where its affinity pins it (the least loaded allowed CPU at its first placement); the papers' ACMP baseline",
         params: params().into_iter().filter(|p| p.name != "balance" && p.name != "busy_factor").collect(),
     }

@@ -45,7 +45,7 @@
 //!   its active vCPUs in the fast queue, served first (§2.3);
 //! * priority classes: the vCPUs of a `high` VM sit in the fast queue (§2.4).
 
-use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
+use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::{TaskId, TaskState};
 use crate::time::SimTime;
@@ -86,16 +86,15 @@ fn common_params() -> Vec<ParamDef> {
     ]
 }
 
-pub fn credit_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn credit_info() -> About {
+    About {
         name: "xen-credit",
-        kind: Kind::Scheduler,
         doc: "Xen's Credit scheduler (Credit1): per-CPU BOOST/UNDER/OVER run queues, credits by weight each accounting period, 30 ms slices, work stealing",
         params: common_params(),
     }
 }
 
-pub fn aash_info() -> PolicyInfo {
+pub fn aash_info() -> About {
     let mut params = common_params();
     params.extend([
         ParamDef {
@@ -114,9 +113,8 @@ pub fn aash_info() -> PolicyInfo {
             doc: "priority classes: the vCPUs of high-priority VMs are served first",
         },
     ]);
-    PolicyInfo {
+    About {
         name: "aash",
-        kind: Kind::Scheduler,
         doc: "AASH, the asymmetry-aware hypervisor scheduler: Credit plus fast/slow credits shared round-robin, asymmetry-aware guests, sequential-phase acceleration, two priority classes",
         params,
     }

@@ -82,7 +82,7 @@
 //! [`Ctx::rating`] computes it (`rating=machine`: the types' given ratings,
 //! else capacity, scaled by DVFS) or 1 (`rating=unit`, plain DWRR).
 
-use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
+use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 use crate::time::SimTime;
@@ -130,30 +130,27 @@ fn params(rating: &'static str, underutil: &'static str, ff: &'static str) -> Ve
 }
 
 /// Registry entry of `dwrr`.
-pub fn dwrr_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn dwrr_info() -> About {
+    About {
         name: "dwrr",
-        kind: Kind::Scheduler,
         doc: "Distributed Weighted Round-Robin (Li et al. §4.3.3): per-CPU round-active/round-expired queues, round slices w·B of CPU time, round balancing to keep CPUs within one round",
         params: params("unit", "false", "false"),
     }
 }
 
 /// Registry entry of `a-dwrr`.
-pub fn adwrr_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn adwrr_info() -> About {
+    About {
         name: "a-dwrr",
-        kind: Kind::Scheduler,
         doc: "A-DWRR (Li et al. §4.3.4): DWRR on scaled CPU time (run time × CPU rating) with the under-utilisation swap",
         params: params("machine", "true", "false"),
     }
 }
 
 /// Registry entry of `faster-first`.
-pub fn faster_first_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn faster_first_info() -> About {
+    About {
         name: "faster-first",
-        kind: Kind::Scheduler,
         doc: "Faster-first scheduling + A-DWRR (Li et al. §4.2, §6.2): the fastest idle CPU first, idle faster CPUs take threads from slower ones",
         params: params("machine", "true", "true"),
     }

@@ -14,7 +14,7 @@
 //! `G_EDF`) when overheads are zero.
 
 use super::scx::SLICE_INF;
-use super::{Ctx, EnqFlags, Kind, Params, PolicyInfo, PolicySpec, Scheduler};
+use super::{About, Ctx, EnqFlags, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 use std::collections::BTreeSet;
@@ -23,10 +23,9 @@ use std::collections::BTreeSet;
 const EDF_DSQ: u64 = 0;
 
 /// Registry entry.
-pub fn info() -> PolicyInfo {
-    PolicyInfo {
+pub fn info() -> About {
+    About {
         name: "global-edf",
-        kind: Kind::Scheduler,
         doc: "Global earliest-deadline-first for periodic tasks (one queue, preemptive, migrating)",
         params: vec![],
     }

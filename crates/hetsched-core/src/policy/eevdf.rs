@@ -68,7 +68,7 @@
 //! at the CPU's next pick or enqueue (the kernel's `task_dead_fair`).
 
 use super::fair::{self, calc_delta_fair, Balancer, FairQueues, Timeline};
-use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
+use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::{TaskId, TaskState};
 use crate::time::SimTime;
@@ -138,10 +138,9 @@ fn params() -> Vec<ParamDef> {
 }
 
 /// Registry entry of `eevdf`.
-pub fn info() -> PolicyInfo {
-    PolicyInfo {
+pub fn info() -> About {
+    About {
         name: "eevdf",
-        kind: Kind::Scheduler,
         doc: "Linux 6.12's fair class (EEVDF): eligibility by lag, earliest virtual deadline first, lag-preserving placement, delayed dequeue, custom slices; wake-up placement and load balancing shared with cfs",
         params: params(),
     }

@@ -28,33 +28,30 @@
 //! sampling is deferred while a CPU sleeps; the simulator samples exactly on
 //! time, so the idle time of one evaluation never exceeds its interval.
 
-use super::{Ctx, Governor, Kind, ParamDef, Params, PolicyInfo, PolicySpec};
+use super::{About, Ctx, Governor, ParamDef, Params, PolicySpec};
 use crate::hw::{CpuType, Machine};
 use crate::time::SimTime;
 
 /// Registry entry of `performance`.
-pub fn performance_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn performance_info() -> About {
+    About {
         name: "performance",
-        kind: Kind::Governor,
         doc: "Every domain at its highest P-state",
         params: vec![],
     }
 }
 /// Registry entry of `powersave`.
-pub fn powersave_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn powersave_info() -> About {
+    About {
         name: "powersave",
-        kind: Kind::Governor,
         doc: "Every domain at its lowest P-state",
         params: vec![],
     }
 }
 /// Registry entry of `userspace`.
-pub fn userspace_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn userspace_info() -> About {
+    About {
         name: "userspace",
-        kind: Kind::Governor,
         doc: "A fixed frequency for every domain (must be one of each domain's P-states); agents may change it",
         params: vec![ParamDef { name: "mhz", default: "max", doc: "frequency in MHz, or max / min" }],
     }
@@ -272,10 +269,9 @@ impl DbsLoad {
 // --------------------------------------------------------------- ondemand
 
 /// Registry entry of `ondemand`.
-pub fn ondemand_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn ondemand_info() -> About {
+    About {
         name: "ondemand",
-        kind: Kind::Governor,
         doc: "Linux ondemand: every sampling period, load = highest busy % of a domain's CPUs; above up_threshold jump to the highest P-state, else f = fmin + load × (fmax − fmin) / 100, lowest P-state ≥ f",
         params: vec![
             ParamDef { name: "sampling_ms", default: "10", doc: "sampling period (sampling_rate), ms" },
@@ -474,10 +470,9 @@ impl Governor for Ondemand {
 // ----------------------------------------------------------- conservative
 
 /// Registry entry of `conservative`.
-pub fn conservative_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn conservative_info() -> About {
+    About {
         name: "conservative",
-        kind: Kind::Governor,
         doc: "Linux conservative: every sampling period, a requested frequency moves up by freq_step % of fmax when load > up_threshold (highest P-state ≤ it) and down when load < down_threshold (lowest P-state ≥ it)",
         params: vec![
             ParamDef { name: "sampling_ms", default: "10", doc: "sampling period (sampling_rate), ms" },
@@ -618,10 +613,9 @@ impl Governor for Conservative {
 // -------------------------------------------------------------- schedutil
 
 /// Registry entry of `schedutil`.
-pub fn schedutil_info() -> PolicyInfo {
-    PolicyInfo {
+pub fn schedutil_info() -> About {
+    About {
         name: "schedutil",
-        kind: Kind::Governor,
         doc: "Linux schedutil: per-CPU PELT-like frequency-invariant utilisation; every rate limit, next_f = 1.25 × fmax × (highest util of the domain), lowest P-state ≥ next_f",
         params: vec![
             ParamDef { name: "rate_limit_us", default: "1000", doc: "interval between frequency updates (and utilisation samples), µs" },

@@ -35,8 +35,13 @@ pub mod fair;
 pub mod fam;
 pub mod governors;
 pub mod patel;
+pub mod registry;
 pub mod scx;
 pub mod scx_simple;
+
+pub use registry::{
+    make_agent, make_governor, make_scheduler, registry, About, Kind, ParamDef, PolicyInfo,
+};
 
 use crate::hw::{CpuId, Machine};
 use crate::os::{CpuSet, Task, TaskId};
@@ -432,32 +437,6 @@ pub trait Agent {
     fn sample(&mut self, cx: &mut Ctx);
 }
 
-/// What kind of component a registry entry builds.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Scheduler,
-    Governor,
-    Agent,
-}
-
-/// A documented parameter of a policy.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct ParamDef {
-    pub name: &'static str,
-    pub default: &'static str,
-    pub doc: &'static str,
-}
-
-/// A registry entry.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct PolicyInfo {
-    pub name: &'static str,
-    pub kind: Kind,
-    pub doc: &'static str,
-    pub params: Vec<ParamDef>,
-}
-
 /// A policy name with parameters, parsed from `"name[key=value, ...]"`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PolicySpec {
@@ -586,93 +565,6 @@ impl<'a> Params<'a> {
     /// Whether the parameter was given explicitly.
     pub fn given(&self, name: &str) -> bool {
         self.given.contains_key(name)
-    }
-}
-
-/// Every registered policy.
-pub fn registry() -> Vec<PolicyInfo> {
-    vec![
-        cfs::info(),
-        cfs::pinned_info(),
-        edf::info(),
-        dwrr::dwrr_info(),
-        dwrr::adwrr_info(),
-        dwrr::faster_first_info(),
-        cfs::capacity_aware_info(),
-        cfs::eas_info(),
-        eevdf::info(),
-        governors::performance_info(),
-        governors::powersave_info(),
-        governors::userspace_info(),
-        governors::ondemand_info(),
-        governors::conservative_info(),
-        governors::schedutil_info(),
-        patel::cpu_info(),
-        patel::priority_info(),
-        patel::cachemiss_info(),
-        patel::ctxswitch_info(),
-        credit::credit_info(),
-        credit::aash_info(),
-        chameleon::info(),
-        scx_simple::info(),
-    ]
-}
-
-fn unknown(kind: Kind, name: &str) -> String {
-    let known: Vec<_> = registry()
-        .into_iter()
-        .filter(|p| p.kind == kind)
-        .map(|p| p.name)
-        .collect();
-    let k = match kind {
-        Kind::Scheduler => "scheduler",
-        Kind::Governor => "governor",
-        Kind::Agent => "agent",
-    };
-    if known.is_empty() {
-        format!("unknown {k} \"{name}\"; none are registered yet")
-    } else {
-        format!("unknown {k} \"{name}\"; known: {}", known.join(", "))
-    }
-}
-
-/// Build a scheduler from its spec string.
-pub fn make_scheduler(spec: &str, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
-    let ps = parse_spec(spec)?;
-    match ps.name.as_str() {
-        "cfs" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, false)?)),
-        "pinned" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, true)?)),
-        "capacity-aware" | "eas" => Ok(Box::new(cfs::Cfs::from_params(&ps, m, false)?)),
-        "eevdf" => Ok(Box::new(eevdf::Eevdf::from_params(&ps, m)?)),
-        "dwrr" | "a-dwrr" | "faster-first" => Ok(Box::new(dwrr::Dwrr::from_params(&ps, m)?)),
-        "global-edf" => Ok(Box::new(edf::GlobalEdf::from_params(&ps, m)?)),
-        "xen-credit" | "aash" => Ok(Box::new(credit::Credit::from_params(&ps, m)?)),
-        "chameleon" => Ok(Box::new(chameleon::Chameleon::from_params(&ps, m)?)),
-        "scx-simple" => Ok(Box::new(scx_simple::ScxSimple::from_params(&ps, m)?)),
-        other => Err(unknown(Kind::Scheduler, other)),
-    }
-}
-
-/// Build a governor from its spec string.
-pub fn make_governor(spec: &str, m: &Machine) -> Result<Box<dyn Governor>, String> {
-    let ps = parse_spec(spec)?;
-    match ps.name.as_str() {
-        "performance" | "powersave" | "userspace" => governors::make_static(&ps, m),
-        "ondemand" => Ok(Box::new(governors::Ondemand::from_params(&ps)?)),
-        "conservative" => Ok(Box::new(governors::Conservative::from_params(&ps)?)),
-        "schedutil" => Ok(Box::new(governors::Schedutil::from_params(&ps)?)),
-        other => Err(unknown(Kind::Governor, other)),
-    }
-}
-
-/// Build an agent from its spec string.
-pub fn make_agent(spec: &str, m: &Machine) -> Result<Box<dyn Agent>, String> {
-    let ps = parse_spec(spec)?;
-    match ps.name.as_str() {
-        "patel-cpu" | "patel-priority" | "patel-cachemiss" | "patel-ctxswitch" => {
-            Ok(Box::new(patel::Patel::from_params(&ps, m)?))
-        }
-        other => Err(unknown(Kind::Agent, other)),
     }
 }
 

@@ -186,7 +186,7 @@
 //!   task, so only its first instance is an arrival; later instances keep
 //!   the cpuset the previous one ended in.
 
-use super::{Agent, Ctx, Kind, Observation, ParamDef, Params, PolicyInfo, PolicySpec};
+use super::{About, Agent, Ctx, Observation, ParamDef, Params, PolicySpec};
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 use crate::time::SimTime;
@@ -511,29 +511,28 @@ fn params(alg: Algorithm) -> Vec<ParamDef> {
     v
 }
 
-fn info(alg: Algorithm) -> PolicyInfo {
-    PolicyInfo {
+fn info(alg: Algorithm) -> About {
+    About {
         name: alg.name(),
-        kind: Kind::Agent,
         doc: alg.doc(),
         params: params(alg),
     }
 }
 
 /// Registry entry of `patel-cpu`.
-pub fn cpu_info() -> PolicyInfo {
+pub fn cpu_info() -> About {
     info(Algorithm::Cpu)
 }
 /// Registry entry of `patel-priority`.
-pub fn priority_info() -> PolicyInfo {
+pub fn priority_info() -> About {
     info(Algorithm::Priority)
 }
 /// Registry entry of `patel-cachemiss`.
-pub fn cachemiss_info() -> PolicyInfo {
+pub fn cachemiss_info() -> About {
     info(Algorithm::CacheMiss)
 }
 /// Registry entry of `patel-ctxswitch`.
-pub fn ctxswitch_info() -> PolicyInfo {
+pub fn ctxswitch_info() -> About {
     info(Algorithm::ContextSwitch)
 }
 

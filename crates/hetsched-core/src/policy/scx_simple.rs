@@ -13,7 +13,7 @@
 //! (`vtime_now`), so it cannot bank more than one slice of budget.
 
 use super::scx::{DSQ_LOCAL, SLICE_DFL_NS};
-use super::{Ctx, EnqFlags, Kind, ParamDef, Params, PolicyInfo, PolicySpec, Scheduler};
+use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 
@@ -21,10 +21,9 @@ use crate::os::TaskId;
 pub const SHARED_DSQ: u64 = 0;
 
 /// Registry entry.
-pub fn info() -> PolicyInfo {
-    PolicyInfo {
+pub fn info() -> About {
+    About {
         name: "scx-simple",
-        kind: Kind::Scheduler,
         doc: "sched_ext's scx_simple: idle CPU via select_cpu_dfl, else one shared DSQ (global FIFO, or weighted vtime); 20 ms slices",
         params: vec![ParamDef {
             name: "vtime",

@@ -17,7 +17,7 @@
 pub mod queue;
 mod setup;
 
-pub use setup::VmSetup;
+pub use setup::{VmRow, VmSetup};
 
 use crate::error::SimError;
 use crate::hw::{busy_power, compute_fraction, idle_power, progress_rate, CpuId, Machine};

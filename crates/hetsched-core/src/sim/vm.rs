@@ -17,11 +17,11 @@
 //! on. A vCPU whose guest has nothing to run blocks in the host ("vcpu-idle")
 //! and is woken when its guest gives it a task again.
 
-use super::VmSetup;
+use super::{VmRow, VmSetup};
 use super::{Engine, Src};
 use crate::error::SimError;
 use crate::hw::{CpuId, Machine};
-use crate::metrics::VmRow;
+
 use crate::os::VcpuInfo;
 use crate::os::{CpuSet, TaskId, TaskState};
 use crate::policy::{Ctx, EnqFlags, Request, Scheduler};

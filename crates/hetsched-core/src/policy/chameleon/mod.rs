@@ -52,7 +52,7 @@
 //! above; a thread that loses its grant splits at its next tick after
 //! `min_granularity`. See [`Chameleon::smt_rebalance`].
 
-use super::{Ctx, EnqFlags, Kind, ParamDef, PolicyInfo, PolicySpec, Scheduler};
+use super::{About, Ctx, EnqFlags, ParamDef, PolicySpec, Scheduler};
 use crate::hw::dynamic::{ReconfigOp, Reconfigured};
 use crate::hw::reconfig::Mechanism;
 use crate::hw::{CpuId, Machine};
@@ -64,10 +64,9 @@ use nodemgr::{EventKind, NodeManager};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Registry entry.
-pub fn info() -> PolicyInfo {
-    PolicyInfo {
+pub fn info() -> About {
+    About {
         name: "chameleon",
-        kind: Kind::Scheduler,
         doc: "Chameleon's cluster scheduler on CFS: threads that ask for a sequential object of a level fuse the CPUs they borrow when their recorded vruntimes are below the running threads' there, split when a borrowed CPU's next thread becomes eligible, and pay a tax rate on borrowed vruntime (needs a [dynamic] section with fusion levels)",
         params: params(),
     }
