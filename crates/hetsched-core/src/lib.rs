@@ -25,16 +25,12 @@
 
 pub mod error;
 pub mod hw;
-#[allow(missing_docs)]
 pub mod metrics;
 pub mod os;
-#[allow(missing_docs)]
 pub mod policy;
-#[allow(missing_docs)]
 pub mod scenario;
 pub mod sim;
 pub mod time;
-#[allow(missing_docs)]
 pub mod trace;
 pub mod workload;
 

@@ -50,7 +50,7 @@ from .. import tracefs
 from . import LinuxError
 
 #: The simulator's policy for the suite: "cfs" today, "eevdf" once it exists.
-SIM_POLICY = "cfs"
+SIM_POLICY = "eevdf"
 #: Length of each real experiment and the part of it that is measured
 #: (start-up and the last moments are left out).
 DURATION_S = 2

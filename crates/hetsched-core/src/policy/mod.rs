@@ -84,23 +84,58 @@ pub enum Request {
     Resched(CpuId),
     /// Reassign a task to a CPU (queued: bookkeeping; running: preempt and
     /// enqueue there).
-    Migrate { task: TaskId, cpu: CpuId },
+    Migrate {
+        /// The task.
+        task: TaskId,
+        /// Its new CPU.
+        cpu: CpuId,
+    },
     /// Change a task's allowed CPUs.
-    SetAffinity { task: TaskId, cpus: Vec<CpuId> },
+    SetAffinity {
+        /// The task.
+        task: TaskId,
+        /// Its allowed CPUs (not empty).
+        cpus: Vec<CpuId>,
+    },
     /// Change a task's nice value.
-    SetNice { task: TaskId, nice: i32 },
+    SetNice {
+        /// The task.
+        task: TaskId,
+        /// Nice value, -20..=19.
+        nice: i32,
+    },
     /// Start or stop scheduler ticks on a CPU while it is busy.
-    WantTick { cpu: CpuId, on: bool },
+    WantTick {
+        /// The CPU.
+        cpu: CpuId,
+        /// Ticks while busy (`true`) or none.
+        on: bool,
+    },
     /// Call `on_timer(token)` at the given time; re-arming replaces.
-    ArmTimer { at: SimTime, token: u64 },
+    ArmTimer {
+        /// When it fires.
+        at: SimTime,
+        /// The policy's name for the timer, handed back to `on_timer`.
+        token: u64,
+    },
     /// Cancel a timer.
-    CancelTimer { token: u64 },
+    CancelTimer {
+        /// The timer's token.
+        token: u64,
+    },
     /// Set a frequency domain's P-state (MHz).
-    SetFrequency { domain: usize, mhz: u32 },
+    SetFrequency {
+        /// Index of the frequency domain.
+        domain: usize,
+        /// One of the domain's P-states, MHz.
+        mhz: u32,
+    },
     /// Reconfigure dynamic processors (offline, online, fuse, split) with a
     /// mechanism (`None`: the scenario's default). See `docs/dynamic.md`.
     Reconfigure {
+        /// What to do, to which CPUs.
         op: crate::hw::dynamic::ReconfigOp,
+        /// How (`None`: the scenario's default mechanism).
         mechanism: Option<crate::hw::reconfig::Mechanism>,
     },
     /// Add a warning to the run's warnings (repeats are dropped).
@@ -113,11 +148,17 @@ pub enum Request {
 /// daemon reads them on Linux (`/proc`, `perf`).
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Observation {
+    /// The task (a process of the program, as `/proc/PID` names it).
     pub task: TaskId,
+    /// Its program's name (the process's `comm`).
     pub program: String,
+    /// Its state now: `runnable`, `running`, `sleeping`, … (`TaskState::name`).
     pub state: &'static str,
+    /// The CPU it runs or last ran on.
     pub cpu: CpuId,
+    /// Its nice value.
     pub nice: i32,
+    /// Its allowed CPUs.
     pub affinity: Vec<CpuId>,
     /// Fraction of the interval spent running.
     pub cpu_util: f64,
@@ -440,7 +481,9 @@ pub trait Agent {
 /// A policy name with parameters, parsed from `"name[key=value, ...]"`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PolicySpec {
+    /// The registry name.
     pub name: String,
+    /// The parameters given, by name, as text.
     pub params: BTreeMap<String, String>,
 }
 
