@@ -13,53 +13,102 @@ use serde_json::{json, Value};
 pub enum TraceEvent {
     /// `task` ran on `cpu` from `t_ns` to `end_ns`.
     Run {
+        /// Start of the run interval, ns of simulated time.
         t_ns: u64,
+        /// End of the run interval (the task stopped running), ns.
         end_ns: u64,
+        /// CPU it ran on.
         cpu: usize,
+        /// Task id.
         task: usize,
     },
     /// `task` started running on `to` after last running on `from`.
     Migrate {
+        /// Time it started running on `to`, ns.
         t_ns: u64,
+        /// Task id.
         task: usize,
+        /// CPU it last ran on.
         from: usize,
+        /// CPU it now runs on.
         to: usize,
     },
     /// `task` became runnable and was placed on `cpu`.
-    Wake { t_ns: u64, task: usize, cpu: usize },
+    Wake {
+        /// Time it became runnable, ns.
+        t_ns: u64,
+        /// Task id.
+        task: usize,
+        /// CPU it was queued on (for a guest thread: the vCPU index in its VM).
+        cpu: usize,
+    },
     /// `task` blocked (`sleep`, `io`, `barrier`, `period`).
     Block {
+        /// Time it blocked, ns.
         t_ns: u64,
+        /// Task id.
         task: usize,
+        /// `sleep`, `io`, `barrier`, `period`, or `vcpu-idle` for a vCPU whose guest went idle.
         reason: &'static str,
     },
     /// `task` exited.
-    Exit { t_ns: u64, task: usize },
+    Exit {
+        /// Time it exited, ns.
+        t_ns: u64,
+        /// Task id.
+        task: usize,
+    },
     /// A frequency domain changed P-state.
-    Freq { t_ns: u64, domain: usize, mhz: u32 },
+    Freq {
+        /// Time of the change, ns.
+        t_ns: u64,
+        /// Index of the frequency domain.
+        domain: usize,
+        /// New frequency, MHz.
+        mhz: u32,
+    },
     /// `task` needed ISA `feature` that `cpu` lacks.
     Fault {
+        /// Time of the fault, ns.
         t_ns: u64,
+        /// Task id.
         task: usize,
+        /// CPU that lacks the feature.
         cpu: usize,
+        /// Index of the missing ISA feature (its bit in the CPU types' feature mask).
         feature: usize,
     },
     /// An instance of a program finished.
     ProgramDone {
+        /// Time its last thread exited, ns.
         t_ns: u64,
+        /// Program index.
         program: usize,
+        /// Instance number (0-based).
         instance: u32,
     },
     /// A reconfiguration of dynamic processors ran from `t_ns` to `end_ns`.
     Reconfig {
+        /// Time it was requested, ns.
         t_ns: u64,
+        /// Time it completed, ns.
         end_ns: u64,
+        /// `offline`, `online`, `fuse`, `split` or `deferred-hotplug`.
         op: &'static str,
+        /// CPUs reconfigured (for fuse and split: all of the object's CPUs).
         cpus: Vec<usize>,
+        /// Mechanism name (`hotplug`, `proxy-apic`, ...).
         mechanism: &'static str,
     },
     /// Stop-machine step of reconfiguration `op` halted the other online cpus.
-    StopMachine { t_ns: u64, end_ns: u64, op: usize },
+    StopMachine {
+        /// Start of the halt, ns.
+        t_ns: u64,
+        /// End of the halt, ns.
+        end_ns: u64,
+        /// Index of the reconfiguration (its `id` in the dynamic results).
+        op: usize,
+    },
 }
 
 /// Names used to label slices: per task, its program name and thread index.

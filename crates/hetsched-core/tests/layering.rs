@@ -144,13 +144,19 @@ fn modules_depend_downwards_only() {
             match rank(&used) {
                 Some(u) if u < r => {}
                 _ => bad
-                    .entry(format!("{} ({module})", f.strip_prefix(&src).unwrap().display()))
+                    .entry(format!(
+                        "{} ({module})",
+                        f.strip_prefix(&src).unwrap().display()
+                    ))
                     .or_default()
                     .push(used),
             }
         }
     }
-    assert!(edges > 50, "the scan found only {edges} edges: is it reading the code?");
+    assert!(
+        edges > 50,
+        "the scan found only {edges} edges: is it reading the code?"
+    );
     assert!(
         bad.is_empty(),
         "upward or sideways imports (file (module) -> modules it must not use): {bad:#?}"

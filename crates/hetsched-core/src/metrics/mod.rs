@@ -1,8 +1,8 @@
 //! Results of a run: per-task, per-program and per-CPU rows and a summary,
 //! serialisable as JSON (the Python layer turns them into DataFrames).
 
-pub use crate::sim::VmRow;
 use crate::sim::Engine;
+pub use crate::sim::VmRow;
 use crate::trace::TraceEvent;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -14,23 +14,33 @@ pub const IDLE_WHILE_RUNNABLE_WARN: f64 = 0.01;
 /// Run-level summary.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
+    /// Scenario name.
     pub scenario: String,
+    /// Name of the scheduling policy.
     pub scheduler: String,
+    /// Name of the frequency governor.
     pub governor: String,
+    /// Names of the user-level agents, in order.
     pub agents: Vec<String>,
+    /// Seed of the run's random number generator.
     pub seed: u64,
+    /// hetsched version that produced the results.
     pub version: String,
     /// Simulated time at which the run ended.
     pub sim_end_s: f64,
     /// Time at which the last program instance finished (None if some did not).
     pub makespan_s: Option<f64>,
+    /// Events handled (stale ones excluded).
     pub events: u64,
     /// Events pushed into the queue, including stale ones that were dropped.
     pub events_pushed: u64,
+    /// Wall-clock time the simulation took, s.
     pub wall_s: f64,
+    /// Events handled per wall-clock second (`events` / `wall_s`).
     pub events_per_sec: f64,
     /// CPUs plus platform base power, joules.
     pub energy_j: f64,
+    /// Average power: `energy_j` / simulated end time, W.
     pub avg_power_w: f64,
     /// Highest total power (CPUs and platform) at the end of any event, W.
     pub peak_power_w: f64,
@@ -42,12 +52,19 @@ pub struct Summary {
     /// Patel's metric (b): the mean completion time of the completed
     /// program instances × the average power, s·W.
     pub time_x_w: f64,
+    /// Migrations summed over every task (vCPUs included), count.
     pub migrations: u64,
+    /// Voluntary plus involuntary context switches of every task, count.
     pub context_switches: u64,
+    /// Periodic jobs that finished after their deadline, over every task, count.
     pub deadline_misses: u64,
+    /// Tasks in the run (vCPUs included), count.
     pub tasks: usize,
+    /// Programs in the scenario, count.
     pub programs: usize,
+    /// Programs that completed all `repeat` instances, count.
     pub programs_completed: usize,
+    /// Tasks killed (with a kill reason, e.g. a SIGILL outcome), count.
     pub tasks_killed: usize,
     /// CPU-seconds during which an online CPU sat idle while a runnable
     /// task that may run there waited (work conservation; 0 for a
@@ -60,72 +77,118 @@ pub struct Summary {
 /// One task.
 #[derive(Clone, Debug, Serialize)]
 pub struct TaskRow {
+    /// Task id.
     pub task: usize,
+    /// Name of its program.
     pub program: String,
+    /// Index of its program.
     pub program_id: usize,
+    /// Thread index within the program.
     pub thread: u32,
+    /// Scheduling state at the end of the run (`exited`, `runnable`, `sleeping`, ...).
     pub state: &'static str,
+    /// First time it became runnable, s (None if it never started).
     pub start_s: Option<f64>,
+    /// Time it exited, s (None if it did not).
     pub end_s: Option<f64>,
+    /// Time on a CPU, s.
     pub run_s: f64,
     /// Scaled CPU time: run time × rating (Li et al.'s STIME+), seconds.
     pub scaled_run_s: f64,
     /// Load weight (from nice).
     pub weight: u32,
+    /// Time runnable but waiting for a CPU, s.
     pub wait_s: f64,
+    /// Time sleeping or blocked, s.
     pub sleep_s: f64,
+    /// Reference work completed, reference ms (ms on a capacity-1024 CPU at its top frequency).
     pub work_ms: f64,
+    /// Instructions retired, count.
     pub instructions: f64,
+    /// Core cycles while running, count.
     pub cycles: f64,
+    /// Instructions per cycle: `instructions` / `cycles` (0 without cycles).
     pub ipc: f64,
+    /// Last-level cache references, count.
     pub cache_refs: f64,
+    /// Last-level cache misses, count.
     pub cache_misses: f64,
+    /// Voluntary context switches (blocked, slept, exited), count.
     pub csw_voluntary: u64,
+    /// Involuntary context switches (preempted), count.
     pub csw_involuntary: u64,
+    /// Times it started running on a CPU other than the one it last ran on.
     pub migrations: u64,
     /// ISA faults taken, and per second of run time.
     pub faults: u64,
+    /// ISA faults per second of run time (0 without run time).
     pub faults_per_s: f64,
     /// Migrations per second of run time.
     pub migrations_per_s: f64,
     /// Time lost refilling caches after migrations and in fault traps.
     pub stall_s: f64,
+    /// Completed periodic jobs, count.
     pub jobs: u64,
+    /// Periodic jobs that finished after their deadline, count.
     pub deadline_misses: u64,
+    /// Worst response time of a periodic job (release to completion), ms.
     pub max_response_ms: f64,
+    /// Nice value at the end of the run, -20..=19.
     pub nice: i32,
+    /// Why it was killed (e.g. a SIGILL outcome); None if it was not.
     pub killed: Option<String>,
+    /// Time on a CPU per CPU type name, s (types it never ran on left out).
     pub run_s_by_type: BTreeMap<String, f64>,
 }
 
 /// One completed program instance.
 #[derive(Clone, Debug, Serialize)]
 pub struct ProgramRow {
+    /// Program index.
     pub program_id: usize,
+    /// Program name.
     pub program: String,
+    /// Program kind (`sequential`, `parallel`, ...).
     pub kind: String,
+    /// Instance number (0-based).
     pub instance: u32,
+    /// When the instance started, s.
     pub start_s: f64,
+    /// When its last thread exited, s.
     pub end_s: f64,
+    /// Completion time: `end_s` - `start_s`, s.
     pub completion_s: f64,
+    /// Threads of the program.
     pub threads: usize,
 }
 
 /// One CPU.
 #[derive(Clone, Debug, Serialize)]
 pub struct CpuRow {
+    /// CPU id.
     pub cpu: usize,
+    /// Name of its CPU type (serialised as `type`).
     #[serde(rename = "type")]
     pub ty: String,
+    /// NUMA node / socket.
     pub node: u32,
+    /// Global index of its physical core (shared by SMT siblings).
     pub core: u32,
+    /// Global index of its last-level-cache domain.
     pub llc: u32,
+    /// Index of its frequency domain.
     pub freq_domain: usize,
+    /// Time it ran a task, s.
     pub busy_s: f64,
+    /// Simulated end time minus `busy_s` (at least 0), s.
     pub idle_s: f64,
+    /// `busy_s` / simulated end time, fraction 0..1.
     pub utilization: f64,
+    /// Energy it consumed (platform base power excluded), J.
     pub energy_j: f64,
+    /// Scheduler ticks it handled, count.
     pub ticks: u64,
+    /// Frequency of its domain at the end of the run, MHz.
     pub final_mhz: u32,
     /// Time this CPU sat idle (and online) while a runnable task that may
     /// run on it waited, seconds.
@@ -135,11 +198,17 @@ pub struct CpuRow {
 /// Everything a run returns.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunResults {
+    /// Run-level summary.
     pub summary: Summary,
+    /// One row per task (vCPUs excluded).
     pub tasks: Vec<TaskRow>,
+    /// One row per completed program instance.
     pub programs: Vec<ProgramRow>,
+    /// One row per CPU.
     pub cpus: Vec<CpuRow>,
+    /// Warnings about the scenario and the run (e.g. a scheduler that is not work-conserving).
     pub warnings: Vec<String>,
+    /// Recorded trace events (empty unless `RunOptions::trace`).
     pub trace: Vec<TraceEvent>,
     /// Per-VM results (absent without VMs); vCPUs are not in `tasks`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -357,4 +426,3 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         dynamic: e.dynamic_results(),
     }
 }
-

@@ -86,6 +86,7 @@ fn common_params() -> Vec<ParamDef> {
     ]
 }
 
+/// Registry entry of `xen-credit`.
 pub fn credit_info() -> About {
     About {
         name: "xen-credit",
@@ -94,6 +95,7 @@ pub fn credit_info() -> About {
     }
 }
 
+/// Registry entry of `aash` (the Credit parameters plus AASH's own).
 pub fn aash_info() -> About {
     let mut params = common_params();
     params.extend([

@@ -168,32 +168,56 @@ enum RatingSrc {
 #[derive(Clone, Debug, PartialEq)]
 pub enum RoundWhat {
     /// A thread used its round slice and moved to round-expired.
-    Expire { task: TaskId, used_ns: f64 },
+    Expire {
+        /// The thread.
+        task: TaskId,
+        /// CPU time it used in the round, scaled ns (run time × rating; plain ns for `dwrr`).
+        used_ns: f64,
+    },
     /// Step 2: the CPU swapped its queues and advanced to `round`.
-    Advance { round: u64 },
+    Advance {
+        /// The CPU's new round number.
+        round: u64,
+    },
     /// Step 2(ii): nothing to run; the CPU is idle and its round is 0.
     Idle,
     /// An idle CPU received a thread and took round `round`.
-    Join { round: u64 },
+    Join {
+        /// Round the CPU joined.
+        round: u64,
+    },
     /// Step 1(ii): `task` moved here from `from` (its round-expired queue
     /// if `from_expired`).
     Pull {
+        /// The thread moved.
         task: TaskId,
+        /// CPU it was queued on.
         from: CpuId,
+        /// Whether it came from `from`'s round-expired queue (else round-active).
         from_expired: bool,
     },
     /// Under-utilisation swap: `t1` (running on slow CPU `s`) comes here
     /// with round slice `t1_slice_ns`, `t2` goes to `s`, whose round becomes
     /// `round_s`.
     Swap {
+        /// Thread that was running on `s` and moves here.
         t1: TaskId,
+        /// The slow CPU.
         s: CpuId,
+        /// Thread that moves from this CPU's round-expired to `s`'s round-active.
         t2: TaskId,
+        /// New round of `s` (this CPU's round + 1).
         round_s: u64,
+        /// Round slice `t1` gets here to catch up to this CPU's round, scaled ns.
         t1_slice_ns: f64,
     },
     /// Faster-first: this idle CPU takes `task`, running on slower `from`.
-    FasterFirst { task: TaskId, from: CpuId },
+    FasterFirst {
+        /// The thread taken.
+        task: TaskId,
+        /// Slower CPU it was running on.
+        from: CpuId,
+    },
 }
 
 /// One entry of the round log ([`Dwrr::trace`]).

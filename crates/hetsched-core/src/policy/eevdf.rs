@@ -149,13 +149,21 @@ pub fn info() -> About {
 /// The feature switches in use.
 #[derive(Clone, Copy, Debug)]
 pub struct Features {
+    /// PLACE_LAG: waking and migrating tasks keep their lag (scaled by `(W + w) / W`).
     pub place_lag: bool,
+    /// PLACE_DEADLINE_INITIAL: a new task's first deadline is half a slice away.
     pub place_deadline_initial: bool,
+    /// PLACE_REL_DEADLINE: a migrating task keeps its deadline relative to its vruntime.
     pub place_rel_deadline: bool,
+    /// RUN_TO_PARITY: the running task keeps the CPU while eligible until its slice ends.
     pub run_to_parity: bool,
+    /// PREEMPT_SHORT: a waking task with a shorter slice may cut the running task's protected slice.
     pub preempt_short: bool,
+    /// DELAY_DEQUEUE: a task sleeping with negative lag stays queued until it is eligible.
     pub delay_dequeue: bool,
+    /// DELAY_ZERO: a delayed task leaves (or wakes) with its positive lag cleared.
     pub delay_zero: bool,
+    /// WAKEUP_PREEMPTION: a waking task preempts when it is the one `pick_eevdf` would pick.
     pub wakeup_preemption: bool,
 }
 

@@ -41,7 +41,9 @@ pub struct Scenario {
 /// Input format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// TOML (converted to a JSON value).
     Toml,
+    /// JSON.
     Json,
 }
 
@@ -81,7 +83,9 @@ pub fn parse_value(text: &str, source: &str, fmt: Format) -> Result<Value, SimEr
 /// One segment of a dotted path.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Seg {
+    /// A table field name (`workload`, `programs`).
     Key(String),
+    /// A list index in brackets (`[0]`), 0-based.
     Index(usize),
 }
 

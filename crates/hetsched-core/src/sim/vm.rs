@@ -17,8 +17,8 @@
 //! on. A vCPU whose guest has nothing to run blocks in the host ("vcpu-idle")
 //! and is woken when its guest gives it a task again.
 
-use super::{VmRow, VmSetup};
 use super::{Engine, Src};
+use super::{VmRow, VmSetup};
 use crate::error::SimError;
 use crate::hw::{CpuId, Machine};
 
