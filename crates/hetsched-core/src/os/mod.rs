@@ -238,3 +238,19 @@ pub struct VcpuInfo {
     /// Host task ids of the VM's vCPUs, by index.
     pub siblings: std::sync::Arc<[TaskId]>,
 }
+
+/// The set bits of a bit mask stored as 64-bit words, in ascending order
+/// (bit `b` of word `i` is member `i × 64 + b`).
+pub(crate) fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(i, &w)| {
+        let mut w = w;
+        std::iter::from_fn(move || {
+            if w == 0 {
+                return None;
+            }
+            let b = w.trailing_zeros() as usize;
+            w &= w - 1;
+            Some(i * 64 + b)
+        })
+    })
+}

@@ -681,7 +681,7 @@ impl Dwrr {
         let mut best: Option<((u8, f64, CpuId), TaskId, bool)> = None;
         // Only CPUs with queued threads can give one (ascending order, as
         // a scan of all CPUs would meet them).
-        let words = super::set_bits(&self.queued);
+        let words = crate::os::set_bits(&self.queued);
         for q in words {
             // A CPU that runs nothing is about to pick its queued threads
             // (a thread that has just arrived there by faster-first or a

@@ -110,7 +110,7 @@ impl CpuBits {
 
     /// The members in ascending order.
     pub(super) fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        super::set_bits(&self.words)
+        crate::os::set_bits(&self.words)
     }
 }
 

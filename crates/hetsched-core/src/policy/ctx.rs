@@ -1,0 +1,333 @@
+//! What a policy sees and acts through during one callback: the context
+//! ([`Ctx`]) with its read-only view of the engine, the [`Request`]s a policy
+//! records on it, why a task is being enqueued ([`EnqFlags`]), and the
+//! observables agents sample ([`Observation`]).
+
+use super::scx;
+use crate::hw::{CpuId, Machine};
+use crate::os::{Task, TaskId};
+use crate::time::SimTime;
+use rand::RngCore;
+
+/// Why a task is being enqueued (or placed).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EnqFlags {
+    /// First time runnable (program start; Linux fork).
+    New,
+    /// Woken from sleep or a barrier.
+    Wakeup,
+    /// Preempted on its CPU, still runnable.
+    Preempted,
+    /// Preempted while running and moved to another CPU by a migrate request.
+    Migrated,
+    /// Moved because its affinity no longer allows its CPU.
+    Affinity,
+}
+
+impl EnqFlags {
+    /// Lower-case name (used by Python policies).
+    pub fn name(self) -> &'static str {
+        match self {
+            EnqFlags::New => "new",
+            EnqFlags::Wakeup => "wakeup",
+            EnqFlags::Preempted => "preempted",
+            EnqFlags::Migrated => "migrated",
+            EnqFlags::Affinity => "affinity",
+        }
+    }
+}
+
+/// A request recorded by a policy, applied by the engine after the callback.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    /// Preempt whatever runs on the CPU (or wake it if idle) and pick again.
+    Resched(CpuId),
+    /// Reassign a task to a CPU (queued: bookkeeping; running: preempt and
+    /// enqueue there).
+    Migrate {
+        /// The task.
+        task: TaskId,
+        /// Its new CPU.
+        cpu: CpuId,
+    },
+    /// Change a task's allowed CPUs.
+    SetAffinity {
+        /// The task.
+        task: TaskId,
+        /// Its allowed CPUs (not empty).
+        cpus: Vec<CpuId>,
+    },
+    /// Change a task's nice value.
+    SetNice {
+        /// The task.
+        task: TaskId,
+        /// Nice value, -20..=19.
+        nice: i32,
+    },
+    /// Start or stop scheduler ticks on a CPU while it is busy.
+    WantTick {
+        /// The CPU.
+        cpu: CpuId,
+        /// Ticks while busy (`true`) or none.
+        on: bool,
+    },
+    /// Call `on_timer(token)` at the given time; re-arming replaces.
+    ArmTimer {
+        /// When it fires.
+        at: SimTime,
+        /// The policy's name for the timer, handed back to `on_timer`.
+        token: u64,
+    },
+    /// Cancel a timer.
+    CancelTimer {
+        /// The timer's token.
+        token: u64,
+    },
+    /// Set a frequency domain's P-state (MHz).
+    SetFrequency {
+        /// Index of the frequency domain.
+        domain: usize,
+        /// One of the domain's P-states, MHz.
+        mhz: u32,
+    },
+    /// Reconfigure dynamic processors (offline, online, fuse, split) with a
+    /// mechanism (`None`: the scenario's default). See `docs/dynamic.md`.
+    Reconfigure {
+        /// What to do, to which CPUs.
+        op: crate::hw::dynamic::ReconfigOp,
+        /// How (`None`: the scenario's default mechanism).
+        mechanism: Option<crate::hw::reconfig::Mechanism>,
+    },
+    /// Add a warning to the run's warnings (repeats are dropped).
+    Warn(String),
+    /// Abort the run with this message (a Python policy raised, say).
+    Fail(String),
+}
+
+/// Per-process observables over an agent's last sampling interval, as a
+/// daemon reads them on Linux (`/proc`, `perf`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Observation {
+    /// The task (a process of the program, as `/proc/PID` names it).
+    pub task: TaskId,
+    /// Its program's name (the process's `comm`).
+    pub program: String,
+    /// Its state now: `runnable`, `running`, `sleeping`, … (`TaskState::name`).
+    pub state: &'static str,
+    /// The CPU it runs or last ran on.
+    pub cpu: CpuId,
+    /// Its nice value.
+    pub nice: i32,
+    /// Its allowed CPUs.
+    pub affinity: Vec<CpuId>,
+    /// Fraction of the interval spent running.
+    pub cpu_util: f64,
+    /// Instructions per cycle over the interval.
+    pub ipc: f64,
+    /// Cache misses per cache reference.
+    pub miss_ratio: f64,
+    /// Cache misses per instruction.
+    pub misses_per_instr: f64,
+    /// Context switches per second of run time.
+    pub csw_per_s: f64,
+    /// Migrations per second of run time.
+    pub migrations_per_s: f64,
+    /// Fraction of the interval spent runnable but waiting.
+    pub wait_frac: f64,
+    /// Total run time so far, seconds.
+    pub runtime_s: f64,
+}
+
+/// What a policy sees and acts through during one callback.
+pub struct Ctx<'a> {
+    /// Current simulated time.
+    pub now: SimTime,
+    /// The machine description.
+    pub machine: &'a Machine,
+    pub(crate) tasks: &'a [Task],
+    pub(crate) current: &'a [Option<TaskId>],
+    pub(crate) online: &'a [bool],
+    pub(crate) domain_mhz: &'a [u32],
+    pub(crate) progs: &'a [crate::workload::Program],
+    pub(crate) cpusets: &'a [crate::os::Cpuset],
+    /// Each CPU's rating, kept by the engine (recomputed at P-state changes).
+    pub(crate) ratings: &'a [f64],
+    pub(crate) reqs: &'a mut Vec<Request>,
+    pub(crate) rng: &'a mut rand_pcg::Pcg64Mcg,
+    pub(crate) obs: &'a [Observation],
+    /// Per task: what a host scheduler sees of a vCPU (empty without VMs).
+    pub(crate) vcpus: &'a [Option<crate::os::VcpuInfo>],
+    /// Fusion levels of the scenario's `[dynamic]` section (empty without).
+    pub(crate) fusion_levels: &'a [usize],
+    /// The dispatch queues, for a scheduler that uses them (`scx.rs`).
+    pub(crate) dsq: Option<&'a mut dyn scx::DsqOps>,
+}
+
+impl<'a> Ctx<'a> {
+    /// Number of CPUs.
+    #[inline]
+    pub fn ncpus(&self) -> usize {
+        self.machine.cpus.len()
+    }
+    /// Number of tasks.
+    #[inline]
+    pub fn ntasks(&self) -> usize {
+        self.tasks.len()
+    }
+    /// A task, read-only.
+    #[inline]
+    pub fn task(&self, t: TaskId) -> &Task {
+        &self.tasks[t]
+    }
+    /// The task running on `cpu`, if any.
+    #[inline]
+    pub fn current(&self, cpu: CpuId) -> Option<TaskId> {
+        self.current[cpu]
+    }
+    /// Whether `cpu` is online.
+    #[inline]
+    pub fn online(&self, cpu: CpuId) -> bool {
+        self.online[cpu]
+    }
+    /// Current frequency of `cpu`, MHz.
+    #[inline]
+    pub fn cpu_mhz(&self, cpu: CpuId) -> u32 {
+        self.domain_mhz[self.machine.cpus[cpu].domain]
+    }
+    /// Current frequency of a domain, MHz.
+    #[inline]
+    pub fn domain_mhz(&self, domain: usize) -> u32 {
+        self.domain_mhz[domain]
+    }
+    /// Current capacity of `cpu` out of 1024: the type's capacity scaled by
+    /// the current frequency and the duty cycle (class-independent). Unlike
+    /// the kernel's `capacity_of()`, which is frequency-invariant, this is the
+    /// capacity the CPU delivers at its present P-state.
+    pub fn capacity(&self, cpu: CpuId) -> u32 {
+        let s = self.machine.compute_speed(cpu, 0, self.cpu_mhz(cpu), false);
+        let t = self.machine.ty(cpu);
+        // compute_speed includes the class-0 speedup; divide it out.
+        (s / t.speedup(0) * 1024.0).round() as u32
+    }
+    /// Performance rating of `cpu` now (Li et al. §4.1): its type's rating
+    /// (or capacity) scaled by its current frequency and duty cycle,
+    /// normalised to the slowest CPU of the machine (rating 1.0).
+    pub fn rating(&self, cpu: CpuId) -> f64 {
+        self.ratings[cpu]
+    }
+    /// The ISA feature the task's current phase needs, if any.
+    pub fn task_feature(&self, t: TaskId) -> Option<usize> {
+        let task = &self.tasks[t];
+        self.progs[task.program]
+            .params
+            .get(task.param as usize)
+            .and_then(|p| p.feature)
+    }
+    /// If task `t` is a vCPU: its VM, index, weight and classes.
+    #[inline]
+    pub fn vcpu(&self, t: TaskId) -> Option<&crate::os::VcpuInfo> {
+        self.vcpus.get(t).and_then(|v| v.as_ref())
+    }
+    /// The scenario's cpusets.
+    pub fn cpusets(&self) -> &[crate::os::Cpuset] {
+        self.cpusets
+    }
+    /// Runnable plus running tasks assigned to the CPUs of cpuset `i` (its
+    /// ready-queue length as `/proc` would let a daemon estimate it).
+    pub fn cpuset_load(&self, i: usize) -> usize {
+        let set = &self.cpusets[i].cpus;
+        self.tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.state,
+                    crate::os::TaskState::Runnable | crate::os::TaskState::Running
+                )
+            })
+            .filter(|t| set.binary_search(&t.cpu).is_ok())
+            .count()
+    }
+    /// Whether `cpu` has ISA feature `feature`.
+    pub fn has_feature(&self, cpu: CpuId, feature: usize) -> bool {
+        self.machine.ty(cpu).features & (1u64 << feature) != 0
+    }
+    /// A deterministic random number from the run's seeded generator.
+    pub fn random_u64(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+    /// Observables (agents only; empty for other components).
+    pub fn observations(&self) -> &[Observation] {
+        self.obs
+    }
+    /// Runnable plus running tasks (instantaneous load average).
+    pub fn load_avg(&self) -> f64 {
+        self.tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.state,
+                    crate::os::TaskState::Runnable | crate::os::TaskState::Running
+                )
+            })
+            .count() as f64
+    }
+
+    /// Request: preempt `cpu` (or wake it if idle) and pick again.
+    #[inline]
+    pub fn resched(&mut self, cpu: CpuId) {
+        self.reqs.push(Request::Resched(cpu));
+    }
+    /// Request: reassign `task` to `cpu`.
+    #[inline]
+    pub fn migrate(&mut self, task: TaskId, cpu: CpuId) {
+        self.reqs.push(Request::Migrate { task, cpu });
+    }
+    /// Request: change a task's allowed CPUs.
+    pub fn set_affinity(&mut self, task: TaskId, cpus: Vec<CpuId>) {
+        self.reqs.push(Request::SetAffinity { task, cpus });
+    }
+    /// Request: change a task's nice value.
+    pub fn set_nice(&mut self, task: TaskId, nice: i32) {
+        self.reqs.push(Request::SetNice { task, nice });
+    }
+    /// Request: ticks on `cpu` while busy (`on`), or none.
+    #[inline]
+    pub fn want_tick(&mut self, cpu: CpuId, on: bool) {
+        self.reqs.push(Request::WantTick { cpu, on });
+    }
+    /// Request: a timer callback at `at` with `token`.
+    pub fn arm_timer(&mut self, at: SimTime, token: u64) {
+        self.reqs.push(Request::ArmTimer { at, token });
+    }
+    /// Request: cancel the timer `token`.
+    pub fn cancel_timer(&mut self, token: u64) {
+        self.reqs.push(Request::CancelTimer { token });
+    }
+    /// Request: set a frequency domain's P-state.
+    pub fn set_frequency(&mut self, domain: usize, mhz: u32) {
+        self.reqs.push(Request::SetFrequency { domain, mhz });
+    }
+    /// Request: abort the run with an error message.
+    pub fn fail(&mut self, msg: String) {
+        self.reqs.push(Request::Fail(msg));
+    }
+    /// The fusion levels (CPUs per fused object) the scenario configures;
+    /// empty without a `[dynamic]` section.
+    pub fn fusion_levels(&self) -> &[usize] {
+        self.fusion_levels
+    }
+    /// Request: add a warning to the run's warnings (once per message).
+    pub fn warn(&mut self, msg: String) {
+        self.reqs.push(Request::Warn(msg));
+    }
+    /// Request: reconfigure dynamic processors; the engine validates it (an
+    /// offline cpu cannot go offline again, ...) and reports completion
+    /// through [`Scheduler::on_reconfigured`].
+    pub fn reconfigure(
+        &mut self,
+        op: crate::hw::dynamic::ReconfigOp,
+        mechanism: Option<crate::hw::reconfig::Mechanism>,
+    ) {
+        self.reqs.push(Request::Reconfigure { op, mechanism });
+    }
+}
