@@ -8,6 +8,11 @@ Python layer (``hetsched``) owns DataFrames, plotting and the CLI.
 from typing import Any, Callable, Optional, Sequence, final
 
 __all__ = [
+    "DSQ_GLOBAL",
+    "DSQ_LOCAL",
+    "DSQ_LOCAL_ON",
+    "SLICE_DFL_NS",
+    "SLICE_INF",
     "Context",
     "HetschedError",
     "PatelPlanner",
@@ -17,6 +22,7 @@ __all__ = [
     "SimulationError",
     "__version__",
     "chrome_trace",
+    "dsq_local_on",
     "list_policies",
     "list_presets",
     "parse_scenario",
