@@ -175,13 +175,13 @@ pub(crate) fn build_machine(
     }
     // The CPU count is checked before any CPU is built: `cores = 1e9` must be
     // refused, not allocated.
-    let total: u64 = ms
+    let total: u128 = ms
         .clusters
         .iter()
-        .map(|c| u64::from(c.count) * u64::from(c.cores) * u64::from(c.smt))
-        .sum::<u64>()
-        + ms.cpus.len() as u64;
-    if total > MAX_CPUS {
+        .map(|c| u128::from(c.count) * u128::from(c.cores) * u128::from(c.smt))
+        .sum::<u128>()
+        + ms.cpus.len() as u128;
+    if total > u128::from(MAX_CPUS) {
         return Err(at(
             "machine",
             format!("{total} CPUs; at most {MAX_CPUS} (count × cores × smt summed over machine.clusters, plus machine.cpus)"),
