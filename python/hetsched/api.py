@@ -167,10 +167,30 @@ def _as_scenario(
     if isinstance(scenario, str | Path):
         return load(scenario, overrides)
     if isinstance(scenario, Mapping):
+        _check_finite(scenario, "")
         return loads(json.dumps(scenario), fmt="json", source="<dict>", overrides=overrides)
     if overrides:
         return loads(scenario.to_json(), fmt="json", source=scenario.name, overrides=overrides)
     return scenario
+
+
+def _check_finite(value: object, path: str) -> None:
+    """Refuse a non-finite float anywhere in a scenario dict, naming its field.
+
+    ``json.dumps`` would write ``NaN``, which is no JSON; the core's parser would
+    then report a line and column of text the caller never wrote.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        shown = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        raise _core.ScenarioError(
+            f"{path or 'value'}: {shown} is not allowed; numbers must be finite"
+        )
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _check_finite(v, f"{path}[{i}]")
 
 
 def _overrides(overrides: Overrides) -> list[tuple[str, str]]:
@@ -193,8 +213,8 @@ def _literal(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"override value {value!r} is not a finite number")
+        # nan and ±inf pass as TOML's `nan`/`inf`/`-inf`; the core refuses them
+        # with the field's path.
         return repr(value)
     # Lists and inline tables of numbers and strings: JSON arrays are TOML arrays.
     if isinstance(value, list | tuple):

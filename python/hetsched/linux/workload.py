@@ -22,6 +22,7 @@ A command whose first word is one of hetsched's real programs (``spin``,
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,9 +80,12 @@ def from_dict(data: dict[str, Any], default_name: str = "workload") -> RealWorkl
         raise LinuxError("name: must be a non-empty string")
     duration = data.get("duration_s")
     if duration is not None and (
-        isinstance(duration, bool) or not isinstance(duration, int | float) or duration <= 0
+        isinstance(duration, bool)
+        or not isinstance(duration, int | float)
+        or not math.isfinite(duration)
+        or duration <= 0
     ):
-        raise LinuxError(f"duration_s: {duration!r} must be a number > 0")
+        raise LinuxError(f"duration_s: {duration!r} must be a finite number > 0")
     profile = data.get("profile")
     if profile is not None and not isinstance(profile, str):
         raise LinuxError("profile: must be a string such as 'cpu0=100%, cpu1=50%'")
@@ -109,8 +113,13 @@ def from_dict(data: dict[str, Any], default_name: str = "workload") -> RealWorkl
         if not isinstance(cmd, list) or not cmd or not all(isinstance(c, str) for c in cmd):
             raise LinuxError(f"{at}.command: required, a string or a non-empty list of strings")
         start = p.get("start_s", 0.0)
-        if isinstance(start, bool) or not isinstance(start, int | float) or start < 0:
-            raise LinuxError(f"{at}.start_s: {start!r} must be a number ≥ 0")
+        if (
+            isinstance(start, bool)
+            or not isinstance(start, int | float)
+            or not math.isfinite(start)
+            or start < 0
+        ):
+            raise LinuxError(f"{at}.start_s: {start!r} must be a finite number ≥ 0")
         nice = p.get("nice", 0)
         if isinstance(nice, bool) or not isinstance(nice, int) or not -20 <= nice <= 19:
             raise LinuxError(f"{at}.nice: {nice!r} is out of range; allowed -20 to 19")

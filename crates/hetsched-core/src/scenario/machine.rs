@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// The most CPUs a machine may have (the limit docs/scenarios.md states).
+pub(crate) const MAX_CPUS: u64 = 1 << 16;
+
 pub(crate) fn build_machine(
     ms: &MachineSpec,
     classes: Vec<String>,
@@ -170,6 +173,20 @@ pub(crate) fn build_machine(
             "give either machine.clusters or machine.cpus, not both",
         ));
     }
+    // The CPU count is checked before any CPU is built: `cores = 1e9` must be
+    // refused, not allocated.
+    let total: u128 = ms
+        .clusters
+        .iter()
+        .map(|c| u128::from(c.count) * u128::from(c.cores) * u128::from(c.smt))
+        .sum::<u128>()
+        + ms.cpus.len() as u128;
+    if total > u128::from(MAX_CPUS) {
+        return Err(at(
+            "machine",
+            format!("{total} CPUs; at most {MAX_CPUS} (count × cores × smt summed over machine.clusters, plus machine.cpus)"),
+        ));
+    }
     let (mut core_id, mut llc_id, mut dom_id) = (0u32, 0u32, 0u64);
     for (i, c) in ms.clusters.iter().enumerate() {
         let p = format!("machine.clusters[{i}]");
@@ -236,9 +253,7 @@ pub(crate) fn build_machine(
             "the machine has no CPUs; give machine.clusters, machine.cpus or machine.preset",
         ));
     }
-    if raw.len() > 1 << 16 {
-        return Err(at("machine", format!("{} CPUs; at most 65536", raw.len())));
-    }
+
     // Dense ids for domains, in order of first appearance.
     let mut dom_map: BTreeMap<u64, usize> = BTreeMap::new();
     let mut domains: Vec<FreqDomain> = Vec::new();

@@ -68,9 +68,14 @@ pub fn parse_value(text: &str, source: &str, fmt: Format) -> Result<Value, SimEr
                     e.message().trim()
                 ))
             })?;
-            serde_json::to_value(v).map_err(|e| SimError::Scenario(format!("{source}: {e}")))
+            toml_to_json(v, "", source)
         }
         Format::Json => serde_json::from_str(text).map_err(|e| {
+            // `NaN`, `Infinity` and `-Infinity` (as Python's json writes them)
+            // are no JSON: name the field that holds one.
+            if let Some(err) = json_non_finite(text) {
+                return err;
+            }
             SimError::Scenario(format!(
                 "{source}:{}:{}: JSON syntax error: {e}",
                 e.line(),
@@ -78,6 +83,138 @@ pub fn parse_value(text: &str, source: &str, fmt: Format) -> Result<Value, SimEr
             ))
         }),
     }
+}
+
+/// A string no scenario holds, as JSON text (`\u0000` escaped) and decoded.
+const NON_FINITE_MARK_JSON: &str = "\\u0000non-finite:";
+const NON_FINITE_MARK: &str = "\u{0}non-finite:";
+
+/// For JSON text that fails to parse: if bare `NaN`/`Infinity`/`-Infinity`
+/// tokens are the reason, the error naming the first field that holds one.
+fn json_non_finite(text: &str) -> Option<SimError> {
+    let mut out = String::with_capacity(text.len() + 32);
+    let mut in_str = false;
+    let mut escaped = false;
+    let mut found = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_str {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        if c == '"' {
+            in_str = true;
+        } else {
+            let tok = ["-Infinity", "Infinity", "NaN"]
+                .into_iter()
+                .find(|t| rest.starts_with(t));
+            if let Some(t) = tok {
+                out.push('"');
+                out.push_str(NON_FINITE_MARK_JSON);
+                out.push_str(t);
+                out.push('"');
+                rest = &rest[t.len()..];
+                found = true;
+                continue;
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    if !found {
+        return None;
+    }
+    let v: Value = serde_json::from_str(&out).ok()?;
+    find_mark(&v, "", NON_FINITE_MARK).map(|(path, tok)| {
+        let x = match tok.as_str() {
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            _ => f64::NEG_INFINITY,
+        };
+        non_finite(&path, x)
+    })
+}
+
+/// The path and token of the first marked string in `v`.
+fn find_mark(v: &Value, path: &str, mark: &str) -> Option<(String, String)> {
+    match v {
+        Value::String(s) => s
+            .strip_prefix(mark)
+            .map(|t| (path.to_string(), t.to_string())),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| find_mark(x, &format!("{path}[{i}]"), mark)),
+        Value::Object(o) => o
+            .iter()
+            .find_map(|(k, x)| find_mark(x, &child_path(path, k), mark)),
+        _ => None,
+    }
+}
+
+/// `path` extended by a table key, as the scenario's error messages write it.
+fn child_path(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// The error for a non-finite number at `path`: JSON has no such numbers, and
+/// converting one would give `null`, which an optional field reads as "absent".
+fn non_finite(path: &str, x: f64) -> SimError {
+    let shown = if x.is_nan() {
+        "nan".to_string()
+    } else if x > 0.0 {
+        "inf".to_string()
+    } else {
+        "-inf".to_string()
+    };
+    let at = if path.is_empty() { "value" } else { path };
+    SimError::Scenario(format!(
+        "{at}: {shown} is not allowed; numbers must be finite"
+    ))
+}
+
+/// Convert parsed TOML to JSON, refusing non-finite numbers with their field
+/// path (`serde_json` would turn them into `null` and the field's default
+/// would be used silently).
+pub fn toml_to_json(v: toml::Value, path: &str, source: &str) -> Result<Value, SimError> {
+    Ok(match v {
+        toml::Value::Float(x) => {
+            if !x.is_finite() {
+                return Err(non_finite(path, x));
+            }
+            Value::from(x)
+        }
+        toml::Value::Table(t) => {
+            let mut out = serde_json::Map::with_capacity(t.len());
+            for (k, item) in t {
+                let p = child_path(path, &k);
+                out.insert(k, toml_to_json(item, &p, source)?);
+            }
+            Value::Object(out)
+        }
+        toml::Value::Array(a) => {
+            let mut out = Vec::with_capacity(a.len());
+            for (i, item) in a.into_iter().enumerate() {
+                out.push(toml_to_json(item, &format!("{path}[{i}]"), source)?);
+            }
+            Value::Array(out)
+        }
+        other => {
+            serde_json::to_value(other).map_err(|e| SimError::Scenario(format!("{source}: {e}")))?
+        }
+    })
 }
 
 /// One segment of a dotted path.
@@ -120,14 +257,16 @@ pub fn parse_path(path: &str) -> Result<Vec<Seg>, String> {
     Ok(out)
 }
 
-/// Parse an override value: a TOML literal, or else a bare string.
-pub fn parse_literal(v: &str) -> Value {
-    match toml::from_str::<toml::Value>(&format!("v = {v}")) {
-        Ok(t) => t
-            .get("v")
-            .and_then(|x| serde_json::to_value(x).ok())
-            .unwrap_or_else(|| Value::String(v.to_string())),
-        Err(_) => Value::String(v.to_string()),
+/// Parse an override value for `path`: a TOML literal, or else a bare string.
+/// A non-finite number (`nan`, `inf`, `-inf`, also inside a list or table) is
+/// an error naming the field.
+pub fn parse_literal(path: &str, v: &str) -> Result<Value, SimError> {
+    match toml::from_str::<toml::Table>(&format!("v = {v}")) {
+        Ok(mut t) => match t.remove("v") {
+            Some(x) => toml_to_json(x, path, "--set"),
+            None => Ok(Value::String(v.to_string())),
+        },
+        Err(_) => Ok(Value::String(v.to_string())),
     }
 }
 
@@ -218,7 +357,7 @@ pub fn parse(
         )));
     }
     for (path, val) in overrides {
-        set_path(&mut v, path, parse_literal(val))?;
+        set_path(&mut v, path, parse_literal(path, val)?)?;
     }
     from_value(v)
 }
@@ -400,6 +539,60 @@ fn build_policies(
     })
 }
 
+/// Memory one thread costs a run, bytes: the Python process grows by about
+/// 2.5 KiB per thread (docs/performance.md, "Memory grows with tasks": the
+/// engine's 1.24 KiB plus the result's rows).
+pub const BYTES_PER_THREAD: u64 = 2560;
+
+/// The memory this process may use, bytes: `MemTotal` of /proc/meminfo, or a
+/// smaller cgroup v2 `memory.max`. `None` where neither can be read.
+pub fn machine_memory_bytes() -> Option<u64> {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+        t.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb.saturating_mul(1024))
+    });
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok());
+    match (total, cgroup) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Threads of all programs, the host's and the VMs' guests'.
+fn total_threads(spec: &ScenarioSpec) -> u64 {
+    spec.workload
+        .programs
+        .iter()
+        .chain(spec.vms.iter().flat_map(|vm| vm.programs.iter()))
+        .map(|p| u64::from(p.threads.unwrap_or(1)))
+        .sum()
+}
+
+/// Refuse a scenario whose threads would need more memory than `available`
+/// bytes, before anything is allocated.
+fn check_memory(threads: u64, available: Option<u64>) -> Result<(), SimError> {
+    let need = threads.saturating_mul(BYTES_PER_THREAD);
+    match available {
+        Some(have) if need > have => Err(at(
+            "workload",
+            format!(
+                "{threads} threads would need about {:.1} GiB ({BYTES_PER_THREAD} bytes per thread); \
+                 this machine has {:.1} GiB",
+                need as f64 / GIB,
+                have as f64 / GIB
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
 /// Build and validate the machine, cpusets, tasks and programs.
 fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts, SimError> {
     positive("duration_s", spec.duration_s)?;
@@ -409,6 +602,7 @@ fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts,
             format!("{} s is too long; at most 1e7 s", spec.duration_s),
         ));
     }
+    check_memory(total_threads(spec), machine_memory_bytes())?;
     let ms = &spec.machine;
     // Classes and features are interned over the types and the programs.
     let mut classes = vec!["default".to_string()];
@@ -505,4 +699,140 @@ fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts,
         cpusets,
         vms,
     })
+}
+
+#[cfg(test)]
+mod nonfinite_tests {
+    use super::*;
+
+    const BASE: &str = r#"
+duration_s = 1.0
+[machine]
+preset = "big-little-4+4"
+[[workload.programs]]
+name = "p"
+kind = "parallel"
+threads = 6
+work_ms = 10
+"#;
+
+    fn err(text: &str, overrides: &[(&str, &str)]) -> String {
+        let ov: Vec<(String, String)> = overrides
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        match parse(text, "t.toml", Format::Toml, &ov) {
+            Ok(_) => panic!("accepted: {text} {overrides:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn base_is_valid() {
+        parse(BASE, "t.toml", Format::Toml, &[]).expect("base scenario");
+    }
+
+    #[test]
+    fn toml_nonfinite_names_the_field() {
+        let text = BASE.replace("threads = 6", "threads = nan");
+        let e = err(&text, &[]);
+        assert!(
+            e.contains("workload.programs[0].threads: nan is not allowed; numbers must be finite"),
+            "{e}"
+        );
+        let text = format!("{BASE}affinity = [0, inf]\n");
+        let e = err(&text, &[]);
+        assert!(
+            e.contains("workload.programs[0].affinity[1]: inf is not allowed"),
+            "{e}"
+        );
+        let e = err(&BASE.replace("duration_s = 1.0", "duration_s = -inf"), &[]);
+        assert!(e.contains("duration_s: -inf is not allowed"), "{e}");
+    }
+
+    #[test]
+    fn override_nonfinite_names_the_field() {
+        for (lit, shown) in [("nan", "nan"), ("+inf", "inf"), ("-inf", "-inf")] {
+            let e = err(BASE, &[("workload.programs[0].threads", lit)]);
+            assert!(
+                e.contains(&format!(
+                    "workload.programs[0].threads: {shown} is not allowed"
+                )),
+                "{e}"
+            );
+        }
+        let e = err(BASE, &[("workload.programs[0].affinity", "[1, nan]")]);
+        assert!(
+            e.contains("workload.programs[0].affinity[1]: nan is not allowed"),
+            "{e}"
+        );
+        let e = err(BASE, &[("machine", "{ x = { y = inf } }")]);
+        assert!(e.contains("machine.x.y: inf is not allowed"), "{e}");
+        // A bare word is still a string.
+        assert_eq!(
+            parse_literal("a", "cfs").unwrap(),
+            Value::String("cfs".into())
+        );
+    }
+
+    #[test]
+    fn json_nonfinite_names_the_field() {
+        let text = r#"{"duration_s": 1.0, "name": "NaN \" NaN",
+            "machine": {"preset": "smp-4"},
+            "workload": {"programs": [{"kind": "parallel", "work_ms": 10,
+                                       "affinity": [0, -Infinity]}]}}"#;
+        let e = match parse(text, "t.json", Format::Json, &[]) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains("workload.programs[0].affinity[1]: -inf is not allowed"),
+            "{e}"
+        );
+        // Other syntax errors keep their line and column.
+        let e = match parse("{\"a\": NaX}", "t.json", Format::Json, &[]) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.starts_with("t.json:1:"), "{e}");
+    }
+
+    #[test]
+    fn huge_machine_refused_before_building() {
+        let text = BASE.replace(
+            "preset = \"big-little-4+4\"",
+            "[machine.types.b]\n[[machine.clusters]]\ntype = \"b\"\ncores = 1000000000\ncount = 4000000000\nsmt = 8",
+        );
+        let start = std::time::Instant::now();
+        let e = err(&text, &[]);
+        assert!(e.contains("CPUs; at most 65536"), "{e}");
+        assert!(e.contains("32000000000000000000 CPUs"), "{e}");
+        assert!(start.elapsed().as_secs_f64() < 1.0);
+    }
+
+    #[test]
+    fn memory_estimate_refuses_what_the_machine_cannot_hold() {
+        assert!(check_memory(1000, Some(1 << 30)).is_ok());
+        assert!(check_memory(u64::MAX, None).is_ok());
+        let e = check_memory(10_000_000, Some(1 << 30))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("10000000 threads would need about 23.8 GiB"),
+            "{e}"
+        );
+        assert!(e.contains("this machine has 1.0 GiB"), "{e}");
+        // 2 000 programs of 10⁷ threads need 51 TB: refused on any machine.
+        let mut text = String::from("duration_s = 1.0\n[machine]\npreset = \"big-little-4+4\"\n");
+        for i in 0..2000 {
+            text.push_str(&format!(
+                "[[workload.programs]]\nname = \"p{i}\"\nkind = \"parallel\"\nthreads = 10000000\nwork_ms = 10\n"
+            ));
+        }
+        let e = err(&text, &[]);
+        assert!(
+            e.contains("workload: 20000000000 threads would need about"),
+            "{e}"
+        );
+    }
 }
