@@ -1553,7 +1553,25 @@ impl Engine {
     /// exits. Called when a phase completes (the task is running) and when a
     /// task starts or is woken.
     fn step(&mut self, t: TaskId) -> Result<(), SimError> {
+        // Operations stepped through without time passing (barriers, zero
+        // sleeps): a loop of them never ends, so it is stopped as a stall.
+        let mut zero_time_ops: u64 = 0;
         loop {
+            zero_time_ops += 1;
+            if zero_time_ops >= STALL_EVENTS {
+                let name = self.progs[self.tasks[t].program].name.clone();
+                return Err(SimError::Invariant {
+                    time: self.now,
+                    message: format!(
+                        "simulated time stopped advancing: thread {} of program \"{name}\" \
+                         went through {zero_time_ops} operations at {:.9} s without computing \
+                         or sleeping; a loop of barriers or zero-length sleeps repeats forever \
+                         at one instant",
+                        self.tasks[t].thread,
+                        self.now.as_secs_f64()
+                    ),
+                });
+            }
             if self.tasks[t].pending_io > 0 {
                 let io = std::mem::take(&mut self.tasks[t].pending_io);
                 return self.sleep_for(t, io, "io");
