@@ -102,7 +102,6 @@ def test_python_run_raises_keyboard_interrupt(tmp_path: Path) -> None:
 
 def test_barrier_only_loop_stops_with_an_error_naming_the_program() -> None:
     start = time.monotonic()
-    with pytest.raises(hetsched.SimulationError, match='program "spin".*stopped advancing|'
-                       'stopped advancing.*"spin"'):
+    with pytest.raises(hetsched.SimulationError, match=r'stopped advancing.*"spin"'):
         hetsched.run(hetsched.loads(BARRIER_LOOP))
     assert time.monotonic() - start < 5.0
