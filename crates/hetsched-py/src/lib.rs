@@ -445,6 +445,26 @@ impl Context {
     }
 }
 
+thread_local! {
+    /// A `KeyboardInterrupt` or `SystemExit` raised inside a policy
+    /// callback, re-raised by `run` once the engine has stopped.
+    static PENDING: std::cell::RefCell<Option<PyErr>> = const { std::cell::RefCell::new(None) };
+}
+
+/// An int a callback returned, refusing bools (`True` is not CPU 1).
+fn extract_id<'py, T: pyo3::FromPyObject<'py>>(
+    method: &str,
+    r: &Bound<'py, PyAny>,
+) -> PyResult<T> {
+    if r.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PolicyError::new_err(format!(
+            "{method}() returned {} (a bool); return an int id",
+            if r.is_truthy()? { "True" } else { "False" }
+        )));
+    }
+    r.extract::<T>()
+}
+
 /// Call `obj.method(cx, *args)` with a context valid for the call only.
 /// A Python exception becomes a `Fail` request naming the callback.
 fn call_py<T>(
@@ -475,6 +495,21 @@ fn call_py<T>(
         ctx.borrow(py).valid.set(false);
         match result {
             Ok(v) => Some(v),
+            Err(e)
+                if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)
+                    || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py) =>
+            {
+                // Ctrl-C and sys.exit() are not policy errors: the run stops
+                // and `run` raises them again as they were.
+                let ty = e
+                    .get_type_bound(py)
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|_| "KeyboardInterrupt".into());
+                PENDING.with(|p| *p.borrow_mut() = Some(e));
+                cx.fail(format!("Python callback {method}() raised {ty}"));
+                None
+            }
             Err(e) => {
                 let tb = e
                     .traceback_bound(py)
@@ -544,7 +579,7 @@ impl Scheduler for PyScheduler {
                     ],
                 )
             },
-            |r| r.extract::<usize>(),
+            |r| extract_id::<usize>("select_cpu", r),
         )
         .unwrap_or(fallback)
     }
@@ -582,7 +617,13 @@ impl Scheduler for PyScheduler {
             cx,
             "pick_next",
             |py, c| tuple(py, vec![c.into_py(py), cpu.into_py(py)]),
-            |r| r.extract::<Option<usize>>(),
+            |r| {
+                if r.is_none() {
+                    Ok(None)
+                } else {
+                    extract_id::<usize>("pick_next", r).map(Some)
+                }
+            },
         )
         .flatten()
     }
@@ -816,14 +857,18 @@ fn run(
         }
         Ok(())
     };
-    let res: RunResults = hetsched_core::run(
+    PENDING.with(|p| p.borrow_mut().take());
+    let res = hetsched_core::run(
         &scenario.inner,
         RunOptions { trace, check },
         sched,
         py_agents,
         Some(&mut cb),
-    )
-    .map_err(to_py)?;
+    );
+    if let Some(e) = PENDING.with(|p| p.borrow_mut().take()) {
+        return Err(e);
+    }
+    let res: RunResults = res.map_err(to_py)?;
     let scn: serde_json::Value =
         serde_json::from_str(&scenario.inner.to_json()).unwrap_or_default();
     // Labels by task id; with VMs, vCPUs (not rows of `tasks`) are named

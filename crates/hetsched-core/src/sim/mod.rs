@@ -119,7 +119,19 @@ pub struct RunOptions {
     pub check: bool,
 }
 
-/// Progress callback: `(sim_now_s, sim_end_s)`; an `Err` aborts the run.
+/// Events between two progress/interrupt callbacks at most.
+const CHECK_EVENTS: u64 = 1 << 16;
+/// Events between two reads of the wall clock.
+const CLOCK_EVENTS: u64 = 1 << 8;
+/// Wall time between two progress/interrupt callbacks at most.
+const CHECK_WALL: std::time::Duration = std::time::Duration::from_millis(50);
+/// Events at one simulated instant after which a run is declared stuck.
+const STALL_EVENTS: u64 = 1_000_000;
+
+/// Progress callback: `(sim_now_s, sim_end_s)`; an `Err` aborts the run. It
+/// is called every 1 % of simulated time and also every `CHECK_EVENTS`
+/// events or `CHECK_WALL` of wall time, so that an interrupt is noticed even
+/// when simulated time does not advance.
 pub type Progress<'p> = &'p mut dyn FnMut(f64, f64) -> Result<(), String>;
 
 /// Agent snapshot of one task's counters.
@@ -1541,7 +1553,25 @@ impl Engine {
     /// exits. Called when a phase completes (the task is running) and when a
     /// task starts or is woken.
     fn step(&mut self, t: TaskId) -> Result<(), SimError> {
+        // Operations stepped through without time passing (barriers, zero
+        // sleeps): a loop of them never ends, so it is stopped as a stall.
+        let mut zero_time_ops: u64 = 0;
         loop {
+            zero_time_ops += 1;
+            if zero_time_ops >= STALL_EVENTS {
+                let name = self.progs[self.tasks[t].program].name.clone();
+                return Err(SimError::Invariant {
+                    time: self.now,
+                    message: format!(
+                        "simulated time stopped advancing: thread {} of program \"{name}\" \
+                         went through {zero_time_ops} operations at {:.9} s without computing \
+                         or sleeping; a loop of barriers or zero-length sleeps repeats forever \
+                         at one instant",
+                        self.tasks[t].thread,
+                        self.now.as_secs_f64()
+                    ),
+                });
+            }
             if self.tasks[t].pending_io > 0 {
                 let io = std::mem::take(&mut self.tasks[t].pending_io);
                 return self.sleep_for(t, io, "io");
@@ -1763,10 +1793,56 @@ impl Engine {
         let step_progress = SimTime((self.end.0 / 100).max(1));
         let mut next_progress = step_progress;
         let end_s = self.end.as_secs_f64();
+        // Interrupt checks do not wait for simulated time to advance (it may
+        // not): the callback also runs every `CHECK_EVENTS` events or
+        // `CHECK_WALL` of wall time, whichever comes first. The clock is read
+        // only every `CLOCK_EVENTS` events, so the loop pays a counter and a
+        // compare per event.
+        let mut popped: u64 = 0;
+        let mut next_clock = CLOCK_EVENTS;
+        let mut last_cb_popped: u64 = 0;
+        let mut last_cb_wall = std::time::Instant::now();
+        // A run whose simulated time stops advancing is stuck in a loop of
+        // zero-length work; it is stopped after `stall_limit` events at one
+        // instant (more when the scenario has many tasks, whose wake-ups at
+        // one instant are legitimate).
+        let stall_limit = STALL_EVENTS.max(16 * self.tasks.len() as u64);
+        let mut stall_at = self.now;
+        let mut stalled: u64 = 0;
 
         while let Some((time, _class, ev)) = self.q.pop() {
             if time > self.end {
                 break;
+            }
+            popped += 1;
+            if popped >= next_clock {
+                next_clock = popped + CLOCK_EVENTS;
+                if popped - last_cb_popped >= CHECK_EVENTS
+                    || last_cb_wall.elapsed() >= CHECK_WALL
+                {
+                    last_cb_popped = popped;
+                    last_cb_wall = std::time::Instant::now();
+                    if let Some(cb) = progress.as_mut() {
+                        cb(self.now.as_secs_f64(), end_s).map_err(|m| {
+                            SimError::Interrupted(format!(
+                                "{m} (at {:.6} s of {:.6} s simulated, after {} events; \
+                                 results are partial and were not kept)",
+                                self.now.as_secs_f64(),
+                                end_s,
+                                self.events
+                            ))
+                        })?;
+                    }
+                }
+            }
+            if time == stall_at {
+                stalled += 1;
+                if stalled >= stall_limit {
+                    return Err(self.stall_error(&ev, stalled));
+                }
+            } else {
+                stall_at = time;
+                stalled = 0;
             }
             debug_assert!(time >= self.now, "time went backwards");
             if time < self.now {
@@ -1814,6 +1890,9 @@ impl Engine {
                 ));
             }
         }
+        if let Some(w) = self.never_ran_warning() {
+            self.warnings.push(w);
+        }
         for c in 0..self.m.ncpus() {
             self.sync(c);
             if self.current[c].is_some() {
@@ -1839,6 +1918,89 @@ impl Engine {
             let _ = cb(self.now.as_secs_f64(), end_s);
         }
         Ok(())
+    }
+
+    /// The programs of the tasks an event concerns: the task it wakes, the
+    /// program it starts, the task running on the CPU it fires on.
+    fn ev_programs(&self, ev: &Ev) -> Vec<usize> {
+        let task_prog = |t: usize| self.tasks.get(t).map(|t| t.program);
+        let cpu_prog = |c: u32| {
+            self.current
+                .get(c as usize)
+                .copied()
+                .flatten()
+                .and_then(task_prog)
+        };
+        let one = match *ev {
+            Ev::Wake { task, .. } => task_prog(task as usize),
+            Ev::ProgramStart { prog } => Some(prog as usize),
+            Ev::Complete { cpu, .. } | Ev::Tick { cpu, .. } | Ev::Slice { cpu, .. } => {
+                cpu_prog(cpu)
+            }
+            _ => None,
+        };
+        one.into_iter().collect()
+    }
+
+    /// The error for a run whose simulated time stopped advancing: it names
+    /// the programs whose events were being handled and those running.
+    fn stall_error(&self, ev: &Ev, events: u64) -> SimError {
+        let mut progs = self.ev_programs(ev);
+        progs.extend(
+            self.current
+                .iter()
+                .flatten()
+                .filter_map(|&t| self.tasks.get(t).map(|t| t.program)),
+        );
+        progs.sort_unstable();
+        progs.dedup();
+        let names: Vec<String> = progs
+            .iter()
+            .filter_map(|&p| self.progs.get(p).map(|p| format!("\"{}\"", p.name)))
+            .collect();
+        let who = if names.is_empty() {
+            "no program (the policies' own events)".to_string()
+        } else {
+            format!("program(s) {}", names.join(", "))
+        };
+        SimError::Invariant {
+            time: self.now,
+            message: format!(
+                "simulated time stopped advancing: {events} events at {:.9} s without time \
+                 moving, handling {who}; a program whose loop does no work (zero work_ms or \
+                 sleep) repeats forever at one instant",
+                self.now.as_secs_f64()
+            ),
+        }
+    }
+
+    /// A warning naming the tasks that never ran although they existed for
+    /// the whole run, when no task ran at all (a policy that never picks).
+    fn never_ran_warning(&self) -> Option<String> {
+        let live: Vec<&Task> = self
+            .tasks
+            .iter()
+            .filter(|t| t.state == TaskState::Runnable && self.progs.get(t.program).is_some())
+            .collect();
+        if live.is_empty() || self.tasks.iter().any(|t| t.c.run_ns > 0) {
+            return None;
+        }
+        const SHOWN: usize = 10;
+        let mut names: Vec<String> = live
+            .iter()
+            .take(SHOWN)
+            .map(|t| format!("{}[{}]", self.progs[t.program].name, t.thread))
+            .collect();
+        if live.len() > SHOWN {
+            names.push(format!("and {} more", live.len() - SHOWN));
+        }
+        Some(format!(
+            "starvation: no task ever ran ({} task(s) never ran: {}); the scheduler \
+             \"{}\" never picked a task to run",
+            live.len(),
+            names.join(", "),
+            self.sched.name()
+        ))
     }
 
     /// Handle one event. Returns false for a stale event.

@@ -1,0 +1,107 @@
+"""Ctrl-C stops every run promptly, even when simulated time barely moves,
+and a run stuck at one instant stops with an error naming its program."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import hetsched
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# 64 threads of a 10 µs periodic job for ten million simulated seconds: the
+# run takes hours, and 1 % of its simulated time is far more than a second.
+PERIODIC = """
+duration_s = 10000000.0
+machine.preset = "big-little-4+4"
+[[workload.programs]]
+name = "tick"
+kind = "periodic"
+threads = 64
+period_ms = 0.01
+wcet_ms = 0.001
+"""
+
+BARRIER_LOOP = """
+duration_s = 1.0
+machine.preset = "big-little-4+4"
+[[workload.programs]]
+name = "spin"
+kind = "phases"
+threads = 2
+loops = 1000000000
+phases = [{ barrier = true }]
+"""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "python")
+    return env
+
+
+def _interrupt(args: list[str], delay_s: float = 1.5) -> tuple[int, float, str]:
+    """Start ``args``, send SIGINT after ``delay_s``; return (exit code,
+    seconds from the signal to the exit, stderr)."""
+    proc = subprocess.Popen(
+        args,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # SIGINT handled normally even when the test runner ignores it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(delay_s)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the run ignored SIGINT for 10 s")
+    return proc.returncode, time.monotonic() - sent, err
+
+
+def test_cli_run_stops_on_sigint_within_a_second(tmp_path: Path) -> None:
+    scn = tmp_path / "periodic.toml"
+    scn.write_text(PERIODIC)
+    code, after, err = _interrupt(
+        [sys.executable, "-m", "hetsched", "run", str(scn), "--out", str(tmp_path / "out")]
+    )
+    assert code == 130, err
+    assert after < 3.0
+    assert "interrupted" in err
+
+
+def test_python_run_raises_keyboard_interrupt(tmp_path: Path) -> None:
+    scn = tmp_path / "periodic.toml"
+    scn.write_text(PERIODIC)
+    prog = (
+        "import sys, hetsched\n"
+        "try:\n"
+        f"    hetsched.run({str(scn)!r})\n"
+        "except KeyboardInterrupt as e:\n"
+        "    print('partial:', e, file=sys.stderr)\n"
+        "    sys.exit(130)\n"
+    )
+    code, after, err = _interrupt([sys.executable, "-c", prog])
+    assert code == 130, err
+    assert after < 3.0
+    assert "partial" in err and "simulated" in err
+
+
+def test_barrier_only_loop_stops_with_an_error_naming_the_program() -> None:
+    start = time.monotonic()
+    with pytest.raises(hetsched.SimulationError, match=r'stopped advancing.*"spin"'):
+        hetsched.run(hetsched.loads(BARRIER_LOOP))
+    assert time.monotonic() - start < 5.0
