@@ -452,10 +452,7 @@ thread_local! {
 }
 
 /// An int a callback returned, refusing bools (`True` is not CPU 1).
-fn extract_id<'py, T: pyo3::FromPyObject<'py>>(
-    method: &str,
-    r: &Bound<'py, PyAny>,
-) -> PyResult<T> {
+fn extract_id<'py, T: pyo3::FromPyObject<'py>>(method: &str, r: &Bound<'py, PyAny>) -> PyResult<T> {
     if r.is_instance_of::<pyo3::types::PyBool>() {
         return Err(PolicyError::new_err(format!(
             "{method}() returned {} (a bool); return an int id",

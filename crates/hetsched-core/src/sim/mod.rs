@@ -1817,9 +1817,7 @@ impl Engine {
             popped += 1;
             if popped >= next_clock {
                 next_clock = popped + CLOCK_EVENTS;
-                if popped - last_cb_popped >= CHECK_EVENTS
-                    || last_cb_wall.elapsed() >= CHECK_WALL
-                {
+                if popped - last_cb_popped >= CHECK_EVENTS || last_cb_wall.elapsed() >= CHECK_WALL {
                     last_cb_popped = popped;
                     last_cb_wall = std::time::Instant::now();
                     if let Some(cb) = progress.as_mut() {
