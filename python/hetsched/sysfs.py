@@ -56,14 +56,33 @@ import tarfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import _core
 
-if TYPE_CHECKING:
-    from .energymodel import EnergyModel
-
 __all__ = ["CAPACITY_TOLERANCE", "SysfsError", "SysfsMachine", "machine_from_sysfs", "machine_toml"]
+
+
+class EnergyModelSource(Protocol):
+    """An energy model the import can take P-states and power from
+    (:class:`hetsched.energymodel.EnergyModel` is the one the CLI builds from a
+    device tree or a LISA platform file)."""
+
+    def keys_for(self, cpus: Sequence[int], where: str) -> list[Any]:
+        """The model's entry for each of the CPUs (an error naming those it
+        does not cover)."""
+        ...
+
+    def type_fields(
+        self, key: Any, sysfs_mhz: list[int], capacity: int, warnings: list[str]
+    ) -> dict[str, Any]:
+        """P-states and power of a CPU type whose CPUs have entry ``key``."""
+        ...
+
+    def header(self) -> list[str]:
+        """Comment lines saying where the power numbers come from."""
+        ...
+
 
 #: Capacities (out of 1024) within this many units of each other, inside one
 #: cluster and with the same P-states, are one CPU type. 10 units (1 %) covers
@@ -239,7 +258,7 @@ _FREQ_FILES = (
 
 
 def machine_from_sysfs(
-    root: str | Path = "/", *, energy_model: EnergyModel | None = None
+    root: str | Path = "/", *, energy_model: EnergyModelSource | None = None
 ) -> SysfsMachine:
     """Read the CPUs under ``root`` (see the module doc); with
     ``energy_model``, the types take its P-states and power."""

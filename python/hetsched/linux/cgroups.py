@@ -25,12 +25,23 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from . import LinuxError
 
-if TYPE_CHECKING:
-    from .state import AgentState
+
+class Journal(Protocol):
+    """What :class:`Groups` tells of its changes before making them, so that
+    they can be undone after a crash (:class:`hetsched.linux.state.AgentState`
+    is the one the agent uses)."""
+
+    def cgroup(self, path: Path) -> None:
+        """A group at ``path`` is about to be created."""
+
+    def moved(self, pid: int, origin: dict[str, str], mounts: dict[str, Path]) -> None:
+        """Process ``pid`` is about to leave its groups ``origin`` (controller
+        -> path under ``mounts[controller]``)."""
+
 
 #: Default bandwidth period: short, so that a duty cycle is delivered evenly
 #: (a task finishes at most a fraction of a period late or early), not in
@@ -192,7 +203,7 @@ class Groups:
         mounts: dict[str, Path],
         weight: bool,
         period_us: int = PERIOD_US,
-        journal: AgentState | None = None,
+        journal: Journal | None = None,
     ):
         self.profile = profile
         # Told of each group before it is made and of each process before it
@@ -225,7 +236,7 @@ class Groups:
         prefer: str = "auto",
         high_weight: bool = False,
         period_us: int = PERIOD_US,
-        journal: AgentState | None = None,
+        journal: Journal | None = None,
     ) -> Groups:
         if os.geteuid() != 0:
             raise LinuxError(
