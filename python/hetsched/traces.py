@@ -30,6 +30,8 @@ import re
 from collections.abc import Iterable
 from typing import IO, Any
 
+from . import _runview
+
 __all__ = ["ftrace_lines", "perfetto", "write_ftrace"]
 
 #: Process ids of the Perfetto document: the machine's CPU tracks, the counter
@@ -49,14 +51,12 @@ _RUN_END, _BLOCK, _EXIT, _WAKE, _RUN_START = range(5)
 
 def perfetto(res: Any, *, bins: int = COUNTER_BINS) -> dict[str, Any]:
     """The Perfetto/Chrome trace-event JSON document of traced run ``res``."""
-    from . import plot
-
     trace = list(res.trace)
-    ncpus = plot._ncpus(res, trace)
-    end_s = plot._end_s(res, trace)
+    ncpus = _runview._ncpus(res, trace)
+    end_s = _runview._end_s(res, trace)
     core_cpus = (getattr(res, "labels", None) or {}).get("cpus") or []
     labels = (
-        [str(c) for c in core_cpus] if len(core_cpus) == ncpus else plot._cpu_labels(res, ncpus)
+        [str(c) for c in core_cpus] if len(core_cpus) == ncpus else _runview._cpu_labels(res, ncpus)
     )
     names = _task_names(res)
     programs = _task_program_ids(res)
@@ -116,12 +116,12 @@ def perfetto(res: Any, *, bins: int = COUNTER_BINS) -> dict[str, Any]:
     meta(COUNTER_PID, "counters")
     out.extend(_freq_counters(res, trace, ncpus, end_s))
     if bins > 0 and end_s > 0:
-        edges, joules = plot.energy_estimate(res, bins)
+        edges, joules = _runview.energy_from_trace(res, trace, bins)
         width = edges[1] - edges[0]
         for i, j in enumerate(joules):
             out.append(_counter("power (W, estimated)", edges[i], {"W": j / width}))
         out.append(_counter("power (W, estimated)", edges[-1], {"W": 0.0}))
-        edges, busy = plot._busy_per_bin(trace, ncpus, end_s, bins)
+        edges, busy = _runview._busy_per_bin(trace, ncpus, end_s, bins)
         for cpu in range(ncpus):
             name = f"utilisation cpu{cpu} (%)"
             for i, b in enumerate(busy[cpu]):
@@ -243,10 +243,8 @@ def ftrace_lines(res: Any) -> list[str]:
     event in time order. Task ``n`` is pid ``n + 1`` (pid 0 is each CPU's idle
     task ``swapper/N``); its comm is its program name and thread index,
     shortened to the kernel's 15 characters; prio is ``120 + nice``."""
-    from . import plot
-
     trace = list(res.trace)
-    ncpus = plot._ncpus(res, trace)
+    ncpus = _runview._ncpus(res, trace)
     comm, prio = _task_comms(res)
     blocks: dict[tuple[int, int], str] = {}
     exits: set[tuple[int, int]] = set()
@@ -289,7 +287,7 @@ def ftrace_lines(res: Any) -> list[str]:
             items.append((prev_end, 2, cpu, "switch", {"prev": prev_task, "next": -1}))
     items.sort(key=lambda x: (x[0], x[1], x[2]))
 
-    domains = plot._domains(res, ncpus)
+    domains = _runview._domains(res, ncpus)
     current = [-1] * ncpus
     lines: list[str] = []
 
@@ -386,10 +384,8 @@ def _task_comms(res: Any) -> tuple[Any, Any]:
 def _freq_counters(
     res: Any, trace: list[dict[str, Any]], ncpus: int, end_s: float
 ) -> list[dict[str, Any]]:
-    from . import plot
-
-    domains = plot._domains(res, ncpus)
-    fmax = plot._fmax(res, ncpus)
+    domains = _runview._domains(res, ncpus)
+    fmax = _runview._fmax(res, ncpus)
     first: dict[int, float] = {}
     for cpu in range(ncpus):
         first.setdefault(domains[cpu], fmax[cpu])
