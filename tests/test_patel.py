@@ -37,12 +37,16 @@ def test_benchmarks_have_the_thesis_character(name: str) -> None:
     t = res.tasks.iloc[0]
     wall = float(res.programs["completion_s"].iloc[0])
     util = float(t["run_s"]) / wall
-    if name in ("nonpuintensive", "mcf"):
+    if name == "nonpuintensive":
         # "non-CPU intensive": utilisation below 50 % (l. 1275).
         assert util < 0.5, util
     else:
-        # The CPU-intensive SPEC programs never wait: utilisation 1.
+        # The SPEC programs never wait (mcf's low IPS is memory stalls):
+        # utilisation 1.
         assert util > 0.99, util
+    # Every cycle is as long as the trial's control completion times say.
+    if name != "nonpuintensive":
+        assert wall == pytest.approx(P.cycle_s(None) * P.WORK_SCALE["quick"], rel=1e-4)
     # IPS at 2.3 GHz: the SPEC programs reproduce Table 2's control values
     # they were calibrated on.
     ips = float(t["instructions"]) / wall
@@ -83,6 +87,43 @@ def test_scenario_files_are_the_builders_tasks(n: int) -> None:
     built = hetsched.run(P.task(n, policy="1")).summary
     assert from_file["trace_hash"] == built["trace_hash"]
     assert from_file["energy_j"] == built["energy_j"]
+
+
+def test_cycle_lengths_come_from_the_control_runs() -> None:
+    # Table 3, control: Task 1 draws 1.441e9 / 10.004e6 = 144.0 W and its
+    # time x watts is 25 921 s W, so its processes took 180.0 s on average;
+    # Task 2: 157.0 W, 169.3 s. One cycle is a fifth of their mean.
+    assert P.control_completion_s(None, 1) == pytest.approx(179.96, abs=0.01)
+    assert P.control_completion_s(None, 2) == pytest.approx(169.32, abs=0.01)
+    assert P.cycle_s(None) == pytest.approx((179.96 + 169.32) / 10, abs=0.01)
+    # Every trial has its own control runs, and lengths (Table 13's are longest).
+    assert P.cycle_s("static-low") > 2 * P.cycle_s("dynamic")
+    lengths = {p["name"]: p.get("work_ms") for p in P.task_programs(2, priorities="dynamic")}
+    assert {lengths[b] for b in ("bzip2", "gcc", "mcf", "sjeng")} == {
+        round(P.cycle_s("dynamic") * 1e3, 3)
+    }
+    with pytest.raises(ValueError, match="unknown priority trial"):
+        P.benchmark("gcc", trial="static")
+
+
+def _noncpu_finish(n: int, nice: int) -> float:
+    """Mean fifth-cycle end of Task ``n``'s nonpuintensive processes in the
+    control group, with them at ``nice`` and the others at 0."""
+    sc = P.task(n, "quick", policy="control")
+    for prog in sc["workload"]["programs"]:
+        if prog["name"].startswith(P.NONCPU_NAME):
+            prog["nice"] = nice
+    res = hetsched.run(sc)
+    ends = res.programs.groupby("program")["end_s"].max()
+    return float(ends[[k for k in ends.index if k.startswith(P.NONCPU_NAME)]].mean())
+
+
+def test_nice_decides_who_runs_when_processes_outnumber_cores() -> None:
+    # Task 4 (24 processes on 8 cores): nonpuintensive at nice -16 finishes
+    # well before the same programs at nice 9. Task 1 (3 processes on 8
+    # cores): nobody waits for a core, so nice cannot matter.
+    assert _noncpu_finish(4, -16) < 0.8 * _noncpu_finish(4, 9)
+    assert _noncpu_finish(1, -16) == pytest.approx(_noncpu_finish(1, 9), rel=1e-3)
 
 
 def test_dynamic_priorities_renice_after_the_third_cycle() -> None:
