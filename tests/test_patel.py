@@ -212,3 +212,79 @@ def test_comparison_covers_every_policy_and_task(capsys) -> None:
 )
 def test_table_4_tolerance_is_sign_and_ten_points(published, simulated, verdict) -> None:
     assert P._sign_row("patel-t4", "x", published, simulated, "").verdict == verdict
+
+
+def _od_freqs(governor: str) -> tuple[list[tuple[int, int]], float]:
+    """Frequency decisions (ms, MHz) of one Opteron-like CPU running 5 x
+    (compute 5 ms, sleep 5 ms) from t = 0 under ``governor``."""
+    res = hetsched.run(
+        {
+            "name": "od",
+            "duration_s": 0.1,
+            "stop_when_done": False,
+            "governor": governor,
+            "machine": {
+                "types": {
+                    "opteron": {
+                        "pstates": [
+                            {"mhz": 800, "volt": 0.9},
+                            {"mhz": 1400, "volt": 1.1},
+                            {"mhz": 2300, "volt": 1.3},
+                        ]
+                    }
+                },
+                "cpus": [{"type": "opteron"}],
+            },
+            "workload": {
+                "programs": [
+                    {
+                        "name": "p",
+                        "kind": "phases",
+                        "loops": 5,
+                        "phases": [{"compute_ms": 5}, {"sleep_ms": 5}],
+                    }
+                ]
+            },
+        },
+        trace=True,
+    )
+    ev = [(e["t_ns"] // 1_000_000, e["mhz"]) for e in res.trace if e["type"] == "freq"]
+    return ev, float(res.programs["end_s"].iloc[0])
+
+
+def test_ondemand_of_the_thesis_kernel_steps_down_proportionally() -> None:
+    # Linux 3.12+ (linear): (0, 10] is 50 % busy: f = 800 + 50 x 15 = 1550
+    # -> 2300 (no change); the program ends at 50 ms; (50, 60] idle -> 800.
+    linear, end = _od_freqs("ondemand[sampling_ms=10]")
+    assert linear == [(60, 800)] and end == pytest.approx(0.05)
+    # 2.6.35 (proportional, up 95, differential 3): load 50 < 92 at 2300:
+    # f = 50 x 2300 / 92 = 1250 -> 1400 at t = 10. At 1400 each 5 ms burst
+    # takes 8.214 ms: (10, 20] 82 % busy -> 1248 -> 1400 (stay), (20, 30]
+    # 6.786 ms -> 67 % -> 1400, (30, 40] 1.429 + 3.571 ms = 50 % -> 761 ->
+    # 800 at t = 40: a 50 % busy program is left at the lowest P-state,
+    # where linear keeps the highest.
+    prop, end = _od_freqs(P.CONTROL_GOVERNOR.replace("sampling_ms=100", "sampling_ms=10"))
+    assert prop[:2] == [(10, 1400), (40, 800)]
+    assert end > 0.06  # slower than at 2300 MHz throughout
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("ondemand[down_differential=3]", "only used with target = proportional"),
+        ("ondemand[target=proportional,up_threshold=50,down_differential=50]",
+         "must be below up_threshold"),
+        ("ondemand[target=fast]", "target"),
+    ],
+)  # fmt: skip
+def test_ondemand_target_parameters_are_checked(spec: str, message: str) -> None:
+    with pytest.raises(Exception, match=message):
+        hetsched.run(
+            {
+                "name": "bad",
+                "duration_s": 0.01,
+                "governor": spec,
+                "machine": {"preset": "patel-opteron-8"},
+                "workload": {"programs": [{"name": "p", "kind": "sequential", "work_ms": 1}]},
+            }
+        )
