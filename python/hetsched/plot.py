@@ -169,7 +169,7 @@ def with_published(path: str | Path, rows: Sequence[Any], *, title: str = "") ->
     """Append :func:`published_panel` of ``rows`` below the PNG figure at
     ``path`` (rewritten in place), so that a reproduction's figure always
     shows the published values beside the simulated ones. Returns whether a
-    panel was added (False: no row with two numbers, or not a PNG)."""
+    panel was added (False: no row with two numbers, or not a readable PNG)."""
     import io
 
     from PIL import Image
@@ -177,8 +177,11 @@ def with_published(path: str | Path, rows: Sequence[Any], *, title: str = "") ->
     path = Path(path)
     if path.suffix.lower() != ".png" or not path.exists():
         return False
-    with Image.open(path) as img:
-        top = img.convert("RGB")
+    try:
+        with Image.open(path) as img:
+            top = img.convert("RGB")
+    except (OSError, ValueError):  # not an image PIL can read: leave it as it is
+        return False
     fig = published_panel(rows, title=title, width=max(6.0, top.width / 100.0))
     if fig is None:
         return False
