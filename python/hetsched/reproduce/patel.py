@@ -1020,12 +1020,12 @@ def patel_alg2(scale: str) -> list[Row]:
 def patel_alg34(scale: str) -> list[Row]:
     rows = []
     nprocs = len(task_programs(4, scale, "dynamic"))
-    for policy, pubs in TABLE22.items():
+    for policy, counts22 in TABLE22.items():
         m = measure(4, scale, policy, "dynamic")
         label = "the control group" if policy == "control" else f"Algorithm {policy}"
         for (attr, what), pub in zip(
             (("context_switches", "context switches"), ("migrations", "CPU migrations")),
-            pubs,
+            counts22,
             strict=True,
         ):
             rows.append(
@@ -1043,18 +1043,20 @@ def patel_alg34(scale: str) -> list[Row]:
             )
     for algo, (tab, published) in TABLE20_24.items():
         rows += improvement_rows("patel-alg34", tab, algo, "dynamic", 4, published, scale)
-    reductions = [
+    Reduction = tuple[str, tuple[str, str], tuple[tuple[str, str], ...], tuple[float, ...]]
+    reductions: list[Reduction] = [
         ("Table 25", (algo, over), (("context_switches", "context switches"),
-                                    ("migrations", "CPU migrations")), pubs)
-        for (algo, over), pubs in TABLE25.items()
-    ] + [
+                                    ("migrations", "CPU migrations")), pubs2)
+        for (algo, over), pubs2 in TABLE25.items()
+    ]  # fmt: skip
+    reductions += [
         ("Table 21", (algo, over), (("cache_misses", "cache misses"),
                                     ("cache_refs", "cache references"),
-                                    ("miss_ratio", "average cache miss/reference ratio")), pubs)
-        for (algo, over), pubs in TABLE21.items()
+                                    ("miss_ratio", "average cache miss/reference ratio")), pubs3)
+        for (algo, over), pubs3 in TABLE21.items()
     ]  # fmt: skip
-    for tab, (algo, over), attrs, pubs in reductions:
-        for (attr, what), pub in zip(attrs, pubs, strict=True):
+    for tab, (algo, over), attrs, published_pcts in reductions:
+        for (attr, what), pub in zip(attrs, published_pcts, strict=True):
             per_seed = []
             for seed in noise_seeds(scale):
                 a = getattr(measure(4, scale, algo, "dynamic", seed), attr)
