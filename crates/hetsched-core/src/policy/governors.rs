@@ -373,7 +373,9 @@ impl Ondemand {
                         up_threshold - 1
                     ));
                 }
-                OdTarget::Proportional { down_differential: dd }
+                OdTarget::Proportional {
+                    down_differential: dd,
+                }
             }
             _ => {
                 if p.given("down_differential") {
