@@ -1409,7 +1409,8 @@ def scenario_toml(
         + (f" --priorities {priorities}" if priorities else ""),
         "# The programs and their sources are documented in docs/power.md",
         '# ("Patel\'s workloads"); --policy control gives the control group',
-        "# (cfs + ondemand on all 8 cores, no cpusets).",
+        "# (cfs + ondemand with the defaults of Linux 2.6.35 on all 8 cores,",
+        "# no cpusets).",
     ]
     lines = head[:]
     for key in ("name", "description", "seed", "duration_s", "stop_when_done", "scheduler",
