@@ -37,12 +37,16 @@ def test_benchmarks_have_the_thesis_character(name: str) -> None:
     t = res.tasks.iloc[0]
     wall = float(res.programs["completion_s"].iloc[0])
     util = float(t["run_s"]) / wall
-    if name in ("nonpuintensive", "mcf"):
+    if name == "nonpuintensive":
         # "non-CPU intensive": utilisation below 50 % (l. 1275).
         assert util < 0.5, util
     else:
-        # The CPU-intensive SPEC programs never wait: utilisation 1.
+        # The SPEC programs never wait (mcf's low IPS is memory stalls):
+        # utilisation 1.
         assert util > 0.99, util
+    # Every cycle is as long as the trial's control completion times say.
+    if name != "nonpuintensive":
+        assert wall == pytest.approx(P.cycle_s(None) * P.WORK_SCALE["quick"], rel=1e-4)
     # IPS at 2.3 GHz: the SPEC programs reproduce Table 2's control values
     # they were calibrated on.
     ips = float(t["instructions"]) / wall
@@ -83,6 +87,43 @@ def test_scenario_files_are_the_builders_tasks(n: int) -> None:
     built = hetsched.run(P.task(n, policy="1")).summary
     assert from_file["trace_hash"] == built["trace_hash"]
     assert from_file["energy_j"] == built["energy_j"]
+
+
+def test_cycle_lengths_come_from_the_control_runs() -> None:
+    # Table 3, control: Task 1 draws 1.441e9 / 10.004e6 = 144.0 W and its
+    # time x watts is 25 921 s W, so its processes took 180.0 s on average;
+    # Task 2: 157.0 W, 169.3 s. One cycle is a fifth of their mean.
+    assert P.control_completion_s(None, 1) == pytest.approx(179.96, abs=0.01)
+    assert P.control_completion_s(None, 2) == pytest.approx(169.32, abs=0.01)
+    assert P.cycle_s(None) == pytest.approx((179.96 + 169.32) / 10, abs=0.01)
+    # Every trial has its own control runs, and lengths (Table 13's are longest).
+    assert P.cycle_s("static-low") > 2 * P.cycle_s("dynamic")
+    lengths = {p["name"]: p.get("work_ms") for p in P.task_programs(2, priorities="dynamic")}
+    assert {lengths[b] for b in ("bzip2", "gcc", "mcf", "sjeng")} == {
+        round(P.cycle_s("dynamic") * 1e3, 3)
+    }
+    with pytest.raises(ValueError, match="unknown priority trial"):
+        P.benchmark("gcc", trial="static")
+
+
+def _noncpu_finish(n: int, nice: int) -> float:
+    """Mean fifth-cycle end of Task ``n``'s nonpuintensive processes in the
+    control group, with them at ``nice`` and the others at 0."""
+    sc = P.task(n, "quick", policy="control")
+    for prog in sc["workload"]["programs"]:
+        if prog["name"].startswith(P.NONCPU_NAME):
+            prog["nice"] = nice
+    res = hetsched.run(sc)
+    ends = res.programs.groupby("program")["end_s"].max()
+    return float(ends[[k for k in ends.index if k.startswith(P.NONCPU_NAME)]].mean())
+
+
+def test_nice_decides_who_runs_when_processes_outnumber_cores() -> None:
+    # Task 4 (24 processes on 8 cores): nonpuintensive at nice -16 finishes
+    # well before the same programs at nice 9. Task 1 (3 processes on 8
+    # cores): nobody waits for a core, so nice cannot matter.
+    assert _noncpu_finish(4, -16) < 0.8 * _noncpu_finish(4, 9)
+    assert _noncpu_finish(1, -16) == pytest.approx(_noncpu_finish(1, 9), rel=1e-3)
 
 
 def test_dynamic_priorities_renice_after_the_third_cycle() -> None:
@@ -134,7 +175,8 @@ def test_reproductions_run_at_quick_scale(rid: str) -> None:
         for r in rows:
             if ", control" in r.claim and r.claim.startswith("Table ") and "Task 4" not in r.claim:
                 n = int(r.claim.split("Task ")[1][0])
-                assert (r.kind == "consistency") == P.nice_has_no_effect(n, "quick")
+                kind = next(k for k, label in P.PRIORITY_LABEL.items() if label in r.claim)
+                assert (r.kind == "consistency") == P.nice_has_no_effect(n, "quick", kind)
             if "Algorithm" in r.claim.split(":")[0]:
                 assert r.kind == "prediction"
 
@@ -170,3 +212,79 @@ def test_comparison_covers_every_policy_and_task(capsys) -> None:
 )
 def test_table_4_tolerance_is_sign_and_ten_points(published, simulated, verdict) -> None:
     assert P._sign_row("patel-t4", "x", published, simulated, "").verdict == verdict
+
+
+def _od_freqs(governor: str) -> tuple[list[tuple[int, int]], float]:
+    """Frequency decisions (ms, MHz) of one Opteron-like CPU running 5 x
+    (compute 5 ms, sleep 5 ms) from t = 0 under ``governor``."""
+    res = hetsched.run(
+        {
+            "name": "od",
+            "duration_s": 0.1,
+            "stop_when_done": False,
+            "governor": governor,
+            "machine": {
+                "types": {
+                    "opteron": {
+                        "pstates": [
+                            {"mhz": 800, "volt": 0.9},
+                            {"mhz": 1400, "volt": 1.1},
+                            {"mhz": 2300, "volt": 1.3},
+                        ]
+                    }
+                },
+                "cpus": [{"type": "opteron"}],
+            },
+            "workload": {
+                "programs": [
+                    {
+                        "name": "p",
+                        "kind": "phases",
+                        "loops": 5,
+                        "phases": [{"compute_ms": 5}, {"sleep_ms": 5}],
+                    }
+                ]
+            },
+        },
+        trace=True,
+    )
+    ev = [(e["t_ns"] // 1_000_000, e["mhz"]) for e in res.trace if e["type"] == "freq"]
+    return ev, float(res.programs["end_s"].iloc[0])
+
+
+def test_ondemand_of_the_thesis_kernel_steps_down_proportionally() -> None:
+    # Linux 3.12+ (linear): (0, 10] is 50 % busy: f = 800 + 50 x 15 = 1550
+    # -> 2300 (no change); the program ends at 50 ms; (50, 60] idle -> 800.
+    linear, end = _od_freqs("ondemand[sampling_ms=10]")
+    assert linear == [(60, 800)] and end == pytest.approx(0.05)
+    # 2.6.35 (proportional, up 95, differential 3): load 50 < 92 at 2300:
+    # f = 50 x 2300 / 92 = 1250 -> 1400 at t = 10. At 1400 each 5 ms burst
+    # takes 8.214 ms: (10, 20] 82 % busy -> 1248 -> 1400 (stay), (20, 30]
+    # 6.786 ms -> 67 % -> 1400, (30, 40] 1.429 + 3.571 ms = 50 % -> 761 ->
+    # 800 at t = 40: a 50 % busy program is left at the lowest P-state,
+    # where linear keeps the highest.
+    prop, end = _od_freqs(P.CONTROL_GOVERNOR.replace("sampling_ms=100", "sampling_ms=10"))
+    assert prop[:2] == [(10, 1400), (40, 800)]
+    assert end > 0.06  # slower than at 2300 MHz throughout
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("ondemand[down_differential=3]", "only used with target = proportional"),
+        ("ondemand[target=proportional,up_threshold=50,down_differential=50]",
+         "must be below up_threshold"),
+        ("ondemand[target=fast]", "target"),
+    ],
+)  # fmt: skip
+def test_ondemand_target_parameters_are_checked(spec: str, message: str) -> None:
+    with pytest.raises(Exception, match=message):
+        hetsched.run(
+            {
+                "name": "bad",
+                "duration_s": 0.01,
+                "governor": spec,
+                "machine": {"preset": "patel-opteron-8"},
+                "workload": {"programs": [{"name": "p", "kind": "sequential", "work_ms": 1}]},
+            }
+        )

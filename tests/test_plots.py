@@ -307,3 +307,51 @@ def test_comparisons_in_one_unit_are_grouped_bars_on_one_axis(tmp_path: Path) ->
 )
 def test_report_number_format(value, text) -> None:
     assert report.format_number(value) == text
+
+
+# ----------------------------------------------------- reproduction figures
+
+
+def test_published_panel_has_a_published_and_a_simulated_series() -> None:
+    from hetsched.reproduce.framework import Row
+
+    rows = [
+        Row("x", "watts saved", 11.0, 0.2, "±15%", "differs"),
+        Row("x", "overhead at T=8", 0.0, 0.002, "±0.02", "match"),
+        Row("x", "completion order", "a < b", "a < b", "exact", "match"),  # text: left out
+    ]
+    fig = plot.published_panel(rows)
+    ax = fig.axes[0]
+    labels = [c.get_label() for c in ax.containers]
+    assert labels == ["published", "simulated"]
+    pub, sim = ax.containers
+    # One bar per numeric row; values relative to the published magnitude
+    # (a published 0 stays as the simulated value).
+    assert [b.get_width() for b in pub] == [1.0, 0.0]
+    assert [b.get_width() for b in sim] == pytest.approx([0.2 / 11.0, 0.002])
+    assert plot.published_panel(rows[2:]) is None
+
+
+def test_every_reproduction_figure_gets_the_published_values(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from hetsched.reproduce import framework as fw
+
+    def fake(scale: str) -> fw.Outcome:
+        return fw.Outcome(rows=[fw.Row("fig-test", "a number", 2.0, 1.5, "±10%", "differs")],
+                          data={"y": [1.0, 2.0]})  # fmt: skip
+
+    def draw(data, path: Path) -> None:
+        plot.bars(["a", "b"], {"simulated (s)": data["y"]}, path)
+
+    fw.reproduction("fig-test", paper="p", title="t", plot=draw)(fake)
+    try:
+        fw.run_reproductions(["fig-test"], scale="quick", plots_dir=tmp_path)
+    finally:
+        del fw.registry["fig-test"]
+    alone = tmp_path / "alone.png"
+    draw({"y": [1.0, 2.0]}, alone)
+    # The written figure is the reproduction's own with the panel below it.
+    with Image.open(tmp_path / "fig-test.png") as both, Image.open(alone) as own:
+        assert both.height > own.height
+        assert both.width >= own.width

@@ -31,12 +31,14 @@ __all__ = [
     "formats_supported",
     "plot",
     "power",
+    "published_panel",
     "save",
     "speedup",
     "speedup_table",
     "svg_text",
     "timeline",
     "utilization",
+    "with_published",
 ]
 
 
@@ -120,6 +122,90 @@ def bars(
     if title:
         fig.suptitle(title)
     return save(fig, path)
+
+
+def _number(v: Any) -> float | None:
+    """``v`` as a finite float, or None (text, booleans, NaN)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v)
+    return f if f == f and abs(f) != float("inf") else None
+
+
+def published_panel(rows: Sequence[Any], *, title: str = "", width: float = 9.0) -> Any:
+    """A figure of every row (``Row``-like: ``claim``, ``published``,
+    ``simulated``, ``verdict``) whose published and simulated values are both
+    numbers: one pair of horizontal bars per row on one axis, the series
+    labelled ``published`` and ``simulated``, each value relative to the
+    published magnitude (published = ±1; a published 0 is drawn as its
+    simulated value), with both numbers written beside the bars. None when
+    no row has two numbers."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    pairs = []
+    for r in rows:
+        pub, sim = _number(getattr(r, "published", None)), _number(getattr(r, "simulated", None))
+        if pub is None or sim is None:
+            continue
+        scale = abs(pub) if pub != 0 else 1.0
+        claim = str(getattr(r, "claim", ""))
+        label = claim if len(claim) <= 70 else claim[:67] + "..."
+        pairs.append((label, pub / scale, sim / scale, pub, sim, str(getattr(r, "verdict", ""))))
+    if not pairs:
+        return None
+    fig = Figure(figsize=(width, 0.9 + 0.32 * len(pairs)), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    ys = list(range(len(pairs)))[::-1]
+    h = 0.38
+    ax.barh([y + h / 2 for y in ys], [p[1] for p in pairs], h, color="#444444", label="published")
+    ax.barh([y - h / 2 for y in ys], [p[2] for p in pairs], h, color=_PALETTE[0],
+            label="simulated")  # fmt: skip
+    for y, p in zip(ys, pairs, strict=True):
+        ax.annotate(f"{p[3]:.4g} / {p[4]:.4g} ({p[5]})", (max(p[1], p[2], 0.0), y),
+                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=6)  # fmt: skip
+    ax.set_yticks(ys, [p[0] for p in pairs], fontsize=6)
+    ax.axvline(0.0, color="black", linewidth=0.6)
+    ax.set_xlabel("value relative to the published one (published = 1; labels: published / "
+                  "simulated (verdict))", fontsize=7)  # fmt: skip
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    if title:
+        ax.set_title(title, fontsize=9)
+    return fig
+
+
+def with_published(path: str | Path, rows: Sequence[Any], *, title: str = "") -> bool:
+    """Append :func:`published_panel` of ``rows`` below the PNG figure at
+    ``path`` (rewritten in place), so that a reproduction's figure always
+    shows the published values beside the simulated ones. Returns whether a
+    panel was added (False: no row with two numbers, or not a readable PNG)."""
+    import io
+
+    from PIL import Image
+
+    path = Path(path)
+    if path.suffix.lower() != ".png" or not path.exists():
+        return False
+    try:
+        with Image.open(path) as img:
+            top = img.convert("RGB")
+    except (OSError, ValueError):  # not an image PIL can read: leave it as it is
+        return False
+    fig = published_panel(rows, title=title, width=max(6.0, top.width / 100.0))
+    if fig is None:
+        return False
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    buf.seek(0)
+    with Image.open(buf) as img:
+        panel = img.convert("RGB")
+    out = Image.new("RGB", (max(top.width, panel.width), top.height + panel.height), "white")
+    out.paste(top, (0, 0))
+    out.paste(panel, (0, top.height))
+    out.save(path)
+    return True
 
 
 #: Grouped bars whose values span more than this ratio use a log y axis.

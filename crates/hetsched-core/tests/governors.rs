@@ -370,7 +370,9 @@ fn governors_are_registered_with_their_parameters() {
             ("sampling_ms", "10"),
             ("up_threshold", "80"),
             ("sampling_down_factor", "1"),
-            ("powersave_bias", "0")
+            ("powersave_bias", "0"),
+            ("target", "linear"),
+            ("down_differential", "10")
         ]
     );
     assert_eq!(

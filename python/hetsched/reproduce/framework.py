@@ -349,7 +349,9 @@ def run_reproductions(
     A reproduction that raises yields a single row with verdict ``"error"`` and
     the exception in ``note``; the others still run. A plot that fails adds an
     ``"error"`` row after the reproduction's own rows. With ``plots_dir``, each
-    reproduction that has a plot writes ``<plots_dir>/<id>.png``.
+    reproduction that has a plot writes ``<plots_dir>/<id>.png``, its own
+    figure above a panel of every numeric row's published and simulated
+    values (:func:`hetsched.plot.with_published`).
     ``on_done(reproduction, rows)`` is called after each one.
     """
     if scale not in SCALES:
@@ -373,6 +375,14 @@ def run_reproductions(
                 try:
                     data = outcome.data if outcome.data is not None else these
                     repro.plot(data, plots / f"{rid}.png")
+                    # Every figure shows the published values beside the
+                    # simulated ones: the rows' numbers, on one axis.
+                    from ..plot import with_published
+
+                    with_published(
+                        plots / f"{rid}.png", outcome.rows,
+                        title=f"{rid}: published and simulated values of each numeric row",
+                    )  # fmt: skip
                 except Exception as e:  # a broken figure must not hide the verdicts
                     these.append(_error_row(repro, "plot", e))
         rows.extend(these)

@@ -1,5 +1,6 @@
 """Panneerselvam & Swift, "Dynamic processors demand dynamic operating
-systems" (HotOS 2010).
+systems" (HotPar 2010, the USENIX workshop on hot topics in parallelism;
+the reproduction ids keep their prefix ``hotos``).
 
 The paper measures Linux CPU hotplug on a 4-CPU Core2-Quad with nothing
 running (Table 3): native hotplug, its parallel variant and the prototype's
@@ -25,7 +26,7 @@ from typing import Any
 from .. import api
 from .framework import TREND_FLOOR, Outcome, Row, reproduction, within_row
 
-PAPER = "Panneerselvam & Swift, Dynamic processors demand dynamic operating systems, HotOS 2010"
+PAPER = "Panneerselvam & Swift, Dynamic processors demand dynamic operating systems, HotPar 2010"
 
 #: Table 3, ms: mechanism -> direction -> latency for 1, 2, 3 CPUs.
 TABLE3 = {
@@ -133,7 +134,7 @@ def plot_t3(data: dict[str, Any], path: Path) -> None:
         labels,
         {"published (ms)": data["published"], "simulated (ms)": data["simulated"]},
         path,
-        title="HotOS 2010 Table 3 in simulation: reconfiguration latency",
+        title="Panneerselvam & Swift (HotPar 2010), Table 3: reconfiguration latency",
         xlabel="mechanism / direction / CPUs",
     )
 

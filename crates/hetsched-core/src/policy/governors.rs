@@ -278,8 +278,25 @@ pub fn ondemand_info() -> About {
             ParamDef { name: "up_threshold", default: "80", doc: "load % above which a domain jumps to its highest P-state (1 to 100)" },
             ParamDef { name: "sampling_down_factor", default: "1", doc: "after a jump to the highest P-state, evaluate only every this many periods (1 to 100000)" },
             ParamDef { name: "powersave_bias", default: "0", doc: "per-mille reduction of the target frequency, reached by alternating the P-states around it within a period (0 to 1000)" },
+            ParamDef { name: "target", default: "linear", doc: "how a load at or below up_threshold sets the frequency: linear (Linux 3.12 on: fmin + load × (fmax − fmin) / 100) or proportional (Linux 2.6.x to 3.11: below up_threshold − down_differential, f = load × f_cur / (up_threshold − down_differential); between the two, keep)" },
+            ParamDef { name: "down_differential", default: "10", doc: "with target = proportional, the margin below up_threshold under which the frequency falls (1 to up_threshold − 1; Linux 2.6.35: 10, or 3 with NO_HZ idle accounting)" },
         ],
     }
+}
+
+/// How `ondemand` sets the frequency of a domain whose load is at or below
+/// `up_threshold`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum OdTarget {
+    /// `fmin + load × (fmax − fmin) / 100`, `CPUFREQ_RELATION_L` (Linux
+    /// 3.12 and later, `od_update()`).
+    Linear,
+    /// Linux 2.6.x to 3.11 (`dbs_check_cpu()`): with `load × f_cur` below
+    /// `(up_threshold − down_differential) × f_cur`, the target is
+    /// `load × f_cur / (up_threshold − down_differential)`, at least fmin,
+    /// `CPUFREQ_RELATION_L`; between that and `up_threshold` the frequency
+    /// stays; a domain already at fmin is left alone.
+    Proportional { down_differential: u32 },
 }
 
 /// Per-domain state of `ondemand` (the kernel's `policy_dbs_info` and
@@ -326,6 +343,7 @@ pub struct Ondemand {
     up_threshold: u32,
     sampling_down_factor: u32,
     powersave_bias: u32,
+    target: OdTarget,
     now: SimTime,
     dom: Vec<OdDomain>,
     load: Option<DbsLoad>,
@@ -338,10 +356,41 @@ impl Ondemand {
         let defs = ondemand_info().params;
         let p = Params::new("ondemand", &ps.params, &defs)?;
         let sampling = SimTime::from_ms_f64(p.f64("sampling_ms", 0.1, 10_000.0)?);
+        let up_threshold = int_param(&p, "ondemand", "up_threshold", 1, 100)? as u32;
+        let target = match p.choice("target", &["linear", "proportional"])?.as_str() {
+            "proportional" => {
+                if up_threshold < 2 {
+                    return Err(format!(
+                        "ondemand[up_threshold]: {up_threshold} leaves no room for \
+                         down_differential with target = proportional; allowed 2 to 100"
+                    ));
+                }
+                let dd = int_param(&p, "ondemand", "down_differential", 1, 99)? as u32;
+                if dd >= up_threshold {
+                    return Err(format!(
+                        "ondemand[down_differential]: {dd} must be below up_threshold \
+                         ({up_threshold}); allowed 1 to {}",
+                        up_threshold - 1
+                    ));
+                }
+                OdTarget::Proportional {
+                    down_differential: dd,
+                }
+            }
+            _ => {
+                if p.given("down_differential") {
+                    return Err("ondemand[down_differential]: only used with \
+                                target = proportional; set target=proportional or leave it out"
+                        .to_string());
+                }
+                OdTarget::Linear
+            }
+        };
         Ok(Ondemand {
             name: full_name(ps),
             sampling,
-            up_threshold: int_param(&p, "ondemand", "up_threshold", 1, 100)? as u32,
+            target,
+            up_threshold,
             sampling_down_factor: int_param(&p, "ondemand", "sampling_down_factor", 1, 100_000)?
                 as u32,
             powersave_bias: int_param(&p, "ondemand", "powersave_bias", 0, 1000)? as u32,
@@ -405,13 +454,36 @@ impl Ondemand {
                 t.fmax()
             }
         } else {
-            self.dom[d].rate_mult = 1;
             let (lo, hi) = (fmin_khz(t), fmax_khz(t));
-            let next = lo + load as u64 * (hi - lo) / 100;
-            if self.powersave_bias > 0 {
-                self.bias_target(t, d, next, relation_l)
-            } else {
-                relation_l(t, next)
+            let next = match self.target {
+                OdTarget::Linear => Some(lo + load as u64 * (hi - lo) / 100),
+                OdTarget::Proportional { down_differential } => {
+                    let cur_khz = cur as u64 * 1000;
+                    let floor = (self.up_threshold - down_differential) as u64;
+                    if cur_khz <= lo || (load as u64) >= floor {
+                        // At fmin already, or within the differential: keep
+                        // (rate_mult is left as it is, as in dbs_check_cpu()).
+                        None
+                    } else {
+                        Some((load as u64 * cur_khz / floor).max(lo))
+                    }
+                }
+            };
+            match next {
+                None => {
+                    // Keep the current frequency: no request, as in the kernel.
+                    self.dom[d].next_due =
+                        self.now + SimTime(self.sampling.0 * self.dom[d].rate_mult as u64);
+                    return;
+                }
+                Some(next) => {
+                    self.dom[d].rate_mult = 1;
+                    if self.powersave_bias > 0 {
+                        self.bias_target(t, d, next, relation_l)
+                    } else {
+                        relation_l(t, next)
+                    }
+                }
             }
         };
         if self.dom[d].sub.is_none() {
