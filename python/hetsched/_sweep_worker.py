@@ -10,8 +10,16 @@ behind.
 Protocol, on the worker's standard input and output: frames of a 4-byte
 big-endian length and a pickle. The parent sends ``{"sys_path": [...]}``
 first (so that ``python:module:Class`` policies import as in the parent),
-the worker answers ``"ready"``; then each job ``(key, args)`` is answered with
-``(key, (row, results JSON))``. End of input ends the worker.
+the worker answers ``("ready", STARTUP_CPU_S)`` (the CPU time, user and
+system, that its start-up cost, interpreter included); then each job
+``(key, args)`` is answered with ``(key, (row, results JSON))``. End of input
+ends the worker.
+
+A worker runs many runs (the pool lives as long as the sweep) and imports
+only what a run needs: the core and :mod:`hetsched.api`, not pandas or
+matplotlib (tables and figures are made in the sweep's process). This
+module therefore holds :func:`run_point`, so that importing it does not pull
+in :mod:`hetsched.sweeps`.
 
 The worker dies with its parent: on Linux the kernel sends it SIGKILL when
 the parent goes (``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread watches the
@@ -110,6 +118,38 @@ def die_with_parent(parent: int) -> None:
         threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+#: Columns every sweep table has, before the swept values and the summary.
+BASE_COLUMNS = ("run", "run_id", "status", "error")
+
+
+def run_point(
+    base_json: str, overrides: list[tuple[str, str]], trace: bool
+) -> tuple[dict[str, Any], str | None]:
+    """Run one point of a sweep; return ``(row, results JSON)``. Never raises
+    for a bad scenario or a failed run: the row says ``status="error"``.
+    (Top level so process pools and Dask workers can pickle it by name.)"""
+    from . import api
+
+    started = time.monotonic()
+    try:
+        res = api.run(
+            api.loads(base_json, fmt="json", source="sweep", overrides=overrides), trace=trace
+        )
+    except Exception as e:
+        return {
+            "status": "error",
+            "error": f"{type(e).__name__}: {e}",
+            "run_wall_s": time.monotonic() - started,
+        }, None
+    row: dict[str, Any] = {"status": "ok", "error": ""}
+    for k, v in res.summary.items():
+        if isinstance(v, bool | int | float | str) and k not in BASE_COLUMNS:
+            row[k] = v
+    row["warnings"] = len(res.warnings)
+    row["run_wall_s"] = time.monotonic() - started
+    return row, res.raw_json
+
+
 def main() -> None:
     parent = int(sys.argv[1])
     die_with_parent(parent)
@@ -122,9 +162,9 @@ def main() -> None:
     if not isinstance(hello, dict):
         return
     sys.path[:] = list(hello.get("sys_path") or sys.path)
-    from .sweeps import run_point
+    from . import api  # noqa: F401  (loaded now, so that start-up cost is counted here)
 
-    send(out, "ready")
+    send(out, ("ready", time.process_time()))
     while True:
         msg = recv(0)
         if msg is None:

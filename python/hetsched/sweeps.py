@@ -70,7 +70,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,21 +78,22 @@ from typing import Any
 import pandas as pd
 
 from . import _core, api
+from ._sweep_worker import BASE_COLUMNS, run_point
 
 __all__ = [
+    "BASE_COLUMNS",
     "WALL_CLOCK_COLUMNS",
     "SweepError",
     "SweepSpec",
     "load_sweep",
     "read_table",
+    "run_point",
     "sweep",
 ]
 
 #: How long a Dask scheduler may take to answer before the sweep gives up.
 DASK_CONNECT_TIMEOUT_S = 5.0
 
-#: Columns every sweep table has, before the swept values and the summary.
-BASE_COLUMNS = ("run", "run_id", "status", "error")
 
 #: Columns that measure wall time: they differ between two runs of one sweep.
 WALL_CLOCK_COLUMNS = ("wall_s", "events_per_sec", "run_wall_s")
@@ -303,7 +303,9 @@ def sweep(
 
     The table's ``attrs`` hold ``ran``, ``skipped``, ``out``, ``written``
     (the table files written into ``out``), ``parquet_skipped`` (why there is
-    no ``results.parquet``, or None) and ``workers_replaced``.
+    no ``results.parquet``, or None), ``workers_replaced`` and
+    ``worker_startup_cpu_s`` (the CPU time each local worker process took to
+    start, interpreter included; empty for other backends).
     """
     if isinstance(base, SweepSpec):
         spec = base
@@ -370,9 +372,10 @@ def _sweep_locked(
             on_result(row)
 
     replaced = 0
+    stats: dict[str, Any] = {}
     try:
         if todo:
-            replaced = _execute(backend, base_json, todo, spec.trace, workers, finished)
+            replaced = _execute(backend, base_json, todo, spec.trace, workers, finished, stats)
     except KeyboardInterrupt:
         if out_dir is not None:
             _write_table(out_dir, _table(rows, spec))
@@ -392,6 +395,7 @@ def _sweep_locked(
         written=written,
         parquet_skipped=parquet_skipped,
         workers_replaced=replaced,
+        worker_startup_cpu_s=list(stats.get("worker_startup_cpu_s", [])),
     )
     return table
 
@@ -426,32 +430,6 @@ class _Job:
     overrides: list[tuple[str, str]]
 
 
-def run_point(
-    base_json: str, overrides: list[tuple[str, str]], trace: bool
-) -> tuple[dict[str, Any], str | None]:
-    """Run one point of a sweep; return ``(row, results JSON)``. Never raises
-    for a bad scenario or a failed run: the row says ``status="error"``.
-    (Top level so process pools and Dask workers can pickle it.)"""
-    started = time.monotonic()
-    try:
-        res = api.run(
-            api.loads(base_json, fmt="json", source="sweep", overrides=overrides), trace=trace
-        )
-    except Exception as e:
-        return {
-            "status": "error",
-            "error": f"{type(e).__name__}: {e}",
-            "run_wall_s": time.monotonic() - started,
-        }, None
-    row: dict[str, Any] = {"status": "ok", "error": ""}
-    for k, v in res.summary.items():
-        if isinstance(v, bool | int | float | str) and k not in BASE_COLUMNS:
-            row[k] = v
-    row["warnings"] = len(res.warnings)
-    row["run_wall_s"] = time.monotonic() - started
-    return row, res.raw_json
-
-
 def _execute(
     backend: Backend,
     base_json: str,
@@ -459,14 +437,16 @@ def _execute(
     trace: bool,
     workers: int | None,
     finished: Callable[[_Job, dict[str, Any], str | None], None],
+    stats: dict[str, Any],
 ) -> int:
-    """Run ``jobs`` on ``backend``; returns how many worker processes were replaced."""
+    """Run ``jobs`` on ``backend``; returns how many worker processes were
+    replaced (``stats`` collects the local pool's measurements)."""
     if backend == "serial":
         for job in jobs:
             row, raw = run_point(base_json, job.overrides, trace)
             finished(job, row, raw)
     elif backend == "local" or backend is None:
-        return _execute_local(base_json, jobs, trace, workers, finished)
+        return _execute_local(base_json, jobs, trace, workers, finished, stats)
     elif isinstance(backend, str) and backend.startswith("dask://"):
         _execute_dask(backend[len("dask://") :], base_json, jobs, trace, finished)
     elif isinstance(backend, str):
@@ -485,25 +465,29 @@ def _execute_local(
     trace: bool,
     workers: int | None,
     finished: Callable[[_Job, dict[str, Any], str | None], None],
+    stats: dict[str, Any],
 ) -> int:
     """Run ``jobs`` on a pool of worker processes (:mod:`hetsched._sweep_worker`).
 
     A worker that dies (SIGKILL, the out-of-memory killer) is replaced and the
     run it held is tried again, up to :data:`MAX_ATTEMPTS` times in all, then
-    recorded as failed with the reason. Returns how many workers were replaced."""
+    recorded as failed with the reason. Returns how many workers were replaced;
+    ``stats["worker_startup_cpu_s"]`` gets each worker's start-up CPU time.
+    The workers live for the whole call: each runs job after job."""
     import selectors
 
     from ._sweep_worker import recv, send
 
     n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if n == 1:
-        return _execute("serial", base_json, jobs, trace, None, finished)
+        return _execute("serial", base_json, jobs, trace, None, finished, stats)
     queue = collections.deque(jobs)
     attempts: dict[int, int] = {}
     pool: dict[int, _Worker] = {}
     sel = selectors.DefaultSelector()
     replaced = 0
     dead_at_start = 0
+    startup_cpu = stats.setdefault("worker_startup_cpu_s", [])
 
     def start() -> None:
         w = _Worker(_start_worker())
@@ -557,8 +541,9 @@ def _execute_local(
                     if queue:
                         start()
                     continue
-                if msg == "ready":
+                if isinstance(msg, tuple) and msg[0] == "ready":
                     w.ready = True
+                    startup_cpu.append(float(msg[1]))
                     dispatch(w)
                     continue
                 job, w.job = w.job, None
