@@ -12,14 +12,19 @@ big-endian length and a pickle. The parent sends ``{"sys_path": [...]}``
 first (so that ``python:module:Class`` policies import as in the parent),
 the worker answers ``("ready", STARTUP_CPU_S)`` (the CPU time, user and
 system, that its start-up cost, interpreter included); then each job
-``(key, args)`` is answered with ``(key, (row, results JSON))``. End of input
+``(key, (base JSON, overrides, trace, run folder, head, tail))`` is answered
+with ``(key, (row, results JSON, False))``, or, when a run folder is given,
+the worker writes the run's files there (:func:`save_run`, the row being
+``head | row | tail``) and answers ``(key, (row, None, True))``. End of input
 ends the worker.
 
 A worker runs many runs (the pool lives as long as the sweep) and imports
 only what a run needs: the core and :mod:`hetsched.api`, not pandas or
-matplotlib (tables and figures are made in the sweep's process). This
-module therefore holds :func:`run_point`, so that importing it does not pull
-in :mod:`hetsched.sweeps`.
+matplotlib. The sweep's table and figures are made in the sweep's process;
+only a sweep with an output folder loads pandas here, at its first run, to
+write each run's CSV files. This module therefore holds :func:`run_point`
+and :func:`save_run`, so that importing it does not pull in
+:mod:`hetsched.sweeps`.
 
 The worker dies with its parent: on Linux the kernel sends it SIGKILL when
 the parent goes (``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread watches the
@@ -29,8 +34,11 @@ stops the workers itself.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import hashlib
+import json
 import os
 import pickle
 import signal
@@ -38,6 +46,7 @@ import struct
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import IO, Any
 
 #: prctl option that asks the kernel for a signal when the parent exits
@@ -150,6 +159,46 @@ def run_point(
     return row, res.raw_json
 
 
+def tmp_name(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other process uses."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def save_run(run_dir: Path, row: dict[str, Any], raw: str | None) -> None:
+    """Write one run's folder: the files of :meth:`Results.save` (when the
+    run produced results) and, last, ``row.json`` with their checksums."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    # row.json goes first, then every other file of an earlier attempt, so
+    # that the folder holds this run's files only.
+    with contextlib.suppress(FileNotFoundError):
+        (run_dir / "row.json").unlink()
+    for old in run_dir.iterdir():
+        if old.is_file():
+            old.unlink()
+    if raw is not None:
+        from .results import Results
+
+        Results(raw).save(run_dir)
+    files = {
+        p.name: sha256(p)
+        for p in sorted(run_dir.iterdir())
+        if p.is_file() and not p.name.startswith(".")
+    }
+    # row.json last, written whole: its presence marks the run finished and
+    # its checksums let a resumed sweep check the other files.
+    tmp = tmp_name(run_dir / "row.json")
+    tmp.write_text(json.dumps({**row, "files": files}, indent=2, default=str) + "\n", "utf-8")
+    tmp.replace(run_dir / "row.json")
+
+
 def main() -> None:
     parent = int(sys.argv[1])
     die_with_parent(parent)
@@ -169,5 +218,11 @@ def main() -> None:
         msg = recv(0)
         if msg is None:
             return
-        key, args = msg
-        send(out, (key, run_point(*args)))
+        key, (base_json, overrides, trace, run_dir, head, tail) = msg
+        row, raw = run_point(base_json, overrides, trace)
+        if run_dir is None:
+            send(out, (key, (row, raw, False)))
+        else:
+            row = {**head, **row, **tail}
+            save_run(Path(run_dir), row, raw)
+            send(out, (key, (row, None, True)))
