@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import hashlib
 import json
 import os
@@ -108,9 +107,11 @@ def die_with_parent(parent: int) -> None:
     """Arrange to end when process ``parent`` ends; exit now if it already has."""
     armed = False
     if sys.platform.startswith("linux"):
-        libc_name = ctypes.util.find_library("c") or "libc.so.6"
         try:
-            libc = ctypes.CDLL(libc_name, use_errno=True)
+            # The running program's own symbols, libc's among them: no
+            # ctypes.util.find_library, which imports subprocess and shutil
+            # and runs ldconfig, at the cost of a worker's start-up.
+            libc = ctypes.CDLL(None, use_errno=True)
             armed = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
         except (OSError, AttributeError):
             armed = False
