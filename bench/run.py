@@ -391,10 +391,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--growth",
-        default="none",
+        default=None,
         metavar="POLICIES",
         help="policies whose growth 8 → 1024 CPUs to measure by bench/growth.py: a comma "
-        "list, 'all', or 'none' (default; about two minutes per policy)",
+        "list, 'all', or 'none' (the default; 'all' with --update-docs); about two "
+        "minutes of callgrind per policy",
     )
     ap.add_argument(
         "--big", action="store_true", help="also run the 1024-CPU, 100 000-thread, 10 s point"
@@ -414,9 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     no_cg = measure.valgrind_missing() if not args.no_callgrind else "--no-callgrind"
     callgrind = no_cg is None
-    growth_arg = args.growth
-    if args.update_docs and growth_arg == "none" and "--growth" not in (argv or sys.argv):
-        growth_arg = "all"
+    growth_arg = args.growth or ("all" if args.update_docs else "none")
     if growth_arg == "all":
         try:
             import growth

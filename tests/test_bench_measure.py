@@ -181,3 +181,44 @@ def test_doc_tables_show_each_measurement() -> None:
     assert "| cfs | 8 | 128 | 52.1 | 3.30 (2.97–3.63) | 2 100 |" in sec["scaling"]
     assert "| eevdf | 1024 | 16384 | — | failed: MemoryError | — |" in sec["scaling"]
     assert sec["sweep"].startswith("Not measured")
+
+
+def test_growth_is_called_when_its_module_exists_and_explained_when_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    monkeypatch.setattr(bench_run, "BENCH", tmp_path)
+    assert bench_run.run_growth([]) == {
+        "measured": False,
+        "reason": "not asked for (--growth none)",
+    }
+    absent = bench_run.run_growth(["cfs"])
+    assert absent == {"measured": False, "reason": "bench/growth.py is not in this tree"}
+
+    (tmp_path / "growth.py").write_text("# stands for the real module\n")
+    calls = []
+
+    def fake_measure_growth(policies, small, large, progress=None):
+        calls.append((list(policies), small, large))
+        return {p: {"small": 1000.0, "large": 1500.0, "ratio": 1.5} for p in policies}
+
+    fake = types.ModuleType("growth")
+    fake.measure_growth = fake_measure_growth  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "growth", fake)
+    monkeypatch.setattr(measure, "valgrind_missing", lambda: None)
+    out = bench_run.run_growth(["cfs", "eevdf"])
+    assert out["measured"] is True
+    assert out["policies"]["eevdf"]["ratio"] == 1.5
+    assert calls == [
+        (
+            ["cfs", "eevdf"],
+            {"cpus": 8, "threads_per_cpu": 16},
+            {"cpus": 1024, "threads_per_cpu": 16},
+        )
+    ]
+    monkeypatch.setattr(measure, "valgrind_missing", lambda: "valgrind is not installed")
+    assert bench_run.run_growth(["cfs"]) == {
+        "measured": False,
+        "reason": "valgrind is not installed",
+    }
