@@ -345,7 +345,7 @@ def doc_sections(results: dict[str, Any]) -> dict[str, str]:
             continue
         r = row["events_per_cpu_sec"]
         rows.append(
-            f"| {row['policy']} | {row['cpus']} | {row['threads']} | {row['sim_s']:g} | "
+            f"| {row['policy']} | {row['cpus']} | {row['threads']} | {row['sim_s']:.3g} | "
             f"{_spread_text(r)} | {_ipe(row)} |"
         )
     scaling = "\n".join(rows) + "\n"
@@ -406,7 +406,22 @@ def main(argv: list[str] | None = None) -> int:
         help="measure everything (callgrind scaling, growth of every policy unless --growth "
         "says otherwise) and rewrite the generated tables of docs/performance.md",
     )
+    ap.add_argument(
+        "--docs-from",
+        type=Path,
+        metavar="RESULTS_JSON",
+        help="measure nothing: rewrite docs/performance.md's tables from this results.json",
+    )
     args = ap.parse_args(argv)
+    if args.docs_from is not None:
+        try:
+            saved = json.loads(args.docs_from.read_text(encoding="utf-8"))
+            text = replace_sections(DOC.read_text(encoding="utf-8"), doc_sections(saved))
+        except (OSError, ValueError, KeyError) as e:
+            ap.error(f"--docs-from {args.docs_from}: {type(e).__name__}: {e}")
+        DOC.write_text(text, encoding="utf-8")
+        print(f"updated {DOC.relative_to(ROOT)} from {args.docs_from}")
+        return 0
     if args.runs < 1:
         ap.error(f"--runs: a positive number of runs is allowed, got {args.runs}")
 
