@@ -84,3 +84,20 @@ def test_light_modules_do_not_import_pandas(module: str) -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_folders_written_by_workers_match_those_written_by_the_sweep(tmp_path: Path) -> None:
+    grid = {"seed": [1, 2, 3, 4]}
+    hetsched.sweep(BASE, grid, backend="serial", out=tmp_path / "serial")
+    hetsched.sweep(BASE, grid, workers=2, out=tmp_path / "local")
+    serial = sorted((tmp_path / "serial" / "runs").iterdir())
+    local = sorted((tmp_path / "local" / "runs").iterdir())
+    assert [d.name for d in serial] == [d.name for d in local] and len(serial) == 4
+    for a, b in zip(serial, local, strict=True):
+        ra = json.loads((a / "row.json").read_text())
+        rb = json.loads((b / "row.json").read_text())
+        assert set(ra["files"]) == set(rb["files"]) >= {"summary.json", "tasks.csv"}
+        # Byte for byte, but for what holds wall time or the time of saving.
+        for name in set(ra["files"]) - {"summary.json", "manifest.json"}:
+            assert ra["files"][name] == rb["files"][name], f"{a.name}/{name} differs"
+        assert (a / "tasks.csv").read_bytes() == (b / "tasks.csv").read_bytes()
