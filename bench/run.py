@@ -486,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         import sweep_speedup
 
         try:
-            results["sweep"] = sweep_speedup.measure()
+            results["sweep"] = sweep_speedup.measure(repeats=2 if args.update_docs else 1)
         except RuntimeError as e:
             results["sweep"] = {"error": str(e)[-500:]}
     if not args.no_simso:

@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=2, help="sweeps per worker count")
     args = ap.parse_args(argv)
+    if args.repeats < 1:
+        ap.error(f"--repeats: a positive number is allowed, got {args.repeats}")
     res = measure(args.repeats)
     print(json.dumps({k: v for k, v in res.items() if k != "samples"}, indent=1))
     return 0
