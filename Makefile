@@ -5,7 +5,8 @@
 #   demo   venv, a quick build of the core (profile `demo`), then simulate
 #          scenarios/demo.toml into out/demo; one progress line per stage
 #   test   build, then Rust tests, Python tests and the check of the _core stub
-#   bench  build, then the benchmarks
+#   bench  build, then the benchmarks (bench/results.json; a few minutes)
+#   bench-docs  build, all benchmarks, and the tables of docs/performance.md
 #   lint   rustfmt, clippy and ruff
 #   clean  remove the venv, build outputs and results
 
@@ -21,7 +22,7 @@ VBIN := $(VENV)/bin
 PY := $(VBIN)/python
 PIP := $(VBIN)/pip
 
-.PHONY: venv build build-demo realprogs linux-deps demo test bench lint clean
+.PHONY: venv build build-demo realprogs linux-deps demo test bench bench-docs lint clean
 
 # The `demo` cargo profile: the release profile without link-time
 # optimisation, with more codegen units and no debug info. It compiles the
@@ -38,12 +39,31 @@ say = @printf '\n==> %s\n' $(1)
 
 venv: $(VENV)/.stamp
 
+# pyproject.toml is the one list of dependencies: the venv gets the
+# project's dependencies, its extras test, parquet and dask, and the pinned
+# versions of the `dev` extra, without building the project itself (`build`
+# and `build-demo` do that, each with its own profile).
+VENV_EXTRAS := test parquet dask dev
+define REQUIREMENTS_PY
+import sys
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+with open("pyproject.toml", "rb") as f:
+    project = tomllib.load(f)["project"]
+extras = project["optional-dependencies"]
+for req in project["dependencies"] + [r for e in sys.argv[1:] for r in extras[e]]:
+    print(req)
+endef
+export REQUIREMENTS_PY
+
 $(VENV)/.stamp: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
-	$(PIP) install maturin==1.16.0 pytest==9.2.0 hypothesis==6.170.15 mypy==2.4.1 ruff==0.17.6 \
-		numpy==2.4.6 pandas==3.1.1 matplotlib==3.11.2 tqdm==4.70.1 \
-		dask==2026.8.0 distributed==2026.8.0 pyarrow==26.0.1
+	$(PIP) install "tomli; python_version < '3.11'"
+	$(PY) -c "$$REQUIREMENTS_PY" $(VENV_EXTRAS) > $(VENV)/requirements.txt
+	$(PIP) install -r $(VENV)/requirements.txt
 	touch $@
 
 build: venv
@@ -83,8 +103,15 @@ test: build realprogs linux-deps
 	$(PY) -m pytest -q
 	$(PY) -m mypy.stubtest hetsched._core
 
+# `bench` uses the extension `build` made (no separate benchmark build);
+# `bench-docs` measures everything (instructions per event at every scaling
+# point, growth of every policy, the 1024 × 100 000 point) and rewrites the
+# generated tables of docs/performance.md.
 bench: build
 	$(PY) bench/run.py
+
+bench-docs: build
+	$(PY) bench/run.py --update-docs --big
 
 lint: venv
 	cargo fmt --all --check

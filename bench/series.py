@@ -5,9 +5,10 @@ few sizes.
 
 Every point is a scenario built here and run in a child process of its own
 (:func:`run_point`), so that its peak memory is its own. The child reports
-its resident memory after parsing the scenario and its peak after the run;
-the difference over the number of tasks is the memory per task that the run
-itself needs (engine state, result tables).
+its CPU time (user + system, around the run), its resident memory after
+parsing the scenario and its peak after the run; the difference over the
+number of tasks is the memory per task that the run itself needs (engine
+state, result tables).
 
 The workload is the standard scenario's shape (threads alternating compute
 and sleep, with jitter), so that the rates are comparable with it and with
@@ -27,15 +28,15 @@ import hetsched
 scn = json.loads(sys.stdin.read())
 parsed = hetsched.loads(json.dumps(scn), fmt="json")
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 res = hetsched.run(parsed)
-wall = time.perf_counter() - t0
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 s = res.summary
 print(json.dumps({
     "events": s["events"], "tasks": s["tasks"], "sim_s": s["sim_end_s"],
-    "engine_wall_s": s["wall_s"], "total_wall_s": wall,
-    "events_per_sec": s["events"] / max(s["wall_s"], 1e-9),
-    "sim_s_per_wall_s": s["sim_end_s"] / wall,
+    "engine_wall_s": s["wall_s"], "total_wall_s": wall, "cpu_s": cpu,
+    "events_per_cpu_sec": s["events"] / max(cpu, 1e-9),
+    "sim_s_per_cpu_s": s["sim_end_s"] / max(cpu, 1e-9),
     "rss_before_mib": before,
     "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     "trace_hash": s["trace_hash"],

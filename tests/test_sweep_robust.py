@@ -271,6 +271,60 @@ def test_ctrl_c_ends_a_local_sweep_at_once_and_stops_its_workers(tmp_path: Path)
     assert not [p for p in workers if _alive(p)]
 
 
+@linux_only
+def test_ctrl_c_keeps_the_runs_that_finished(tmp_path: Path) -> None:
+    # Four short runs finish, then two long ones hold both workers when the
+    # SIGINT comes: the four are kept (row.json and the table), exit 130.
+    endless = {
+        **BASE,
+        "stop_when_done": False,
+        "workload": {
+            "programs": [
+                {
+                    "name": "loop",
+                    "kind": "phases",
+                    "threads": 4,
+                    "loops": 10**9,
+                    "phases": [{"compute_ms": 1}, {"sleep_ms": 1}],
+                }
+            ]
+        },
+    }
+    (tmp_path / "base.json").write_text(json.dumps(endless))
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text(
+        'base = "base.json"\n[grid]\nduration_s = [0.2, 0.3, 0.4, 0.5, 600.0, 700.0]\n'
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    cmd = [sys.executable, "-m", "hetsched", "sweep", str(sweep_file), "--workers", "2"]
+    cmd += ["--out", str(out), "-q"]
+    with (tmp_path / "err").open("w") as err:
+        sweep = subprocess.Popen(cmd, env=env, stderr=err)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sweep.poll() is None:
+            if len(list(out.glob("runs/*/row.json"))) == 4:
+                break
+            time.sleep(0.05)
+        assert len(list(out.glob("runs/*/row.json"))) == 4, (tmp_path / "err").read_text()
+        workers = _workers(sweep.pid)
+        assert len(workers) == 2, "the long runs do not hold both workers"
+        sweep.send_signal(signal.SIGINT)
+        assert sweep.wait(timeout=5) == 130
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    assert not [p for p in workers if _alive(p)]
+    table = pd.read_csv(out / "results.csv")
+    assert sorted(table["duration_s"]) == [0.2, 0.3, 0.4, 0.5]
+    assert (table["status"] == "ok").all()
+    # Each kept run vouches for its files: a resume skips exactly these four.
+    rows = [json.loads(r.read_text()) for r in out.glob("runs/*/row.json")]
+    assert all(r["status"] == "ok" and "summary.json" in r["files"] for r in rows)
+
+
 # -- item 8: a sweep in a plain script -------------------------------------------
 
 

@@ -10,8 +10,21 @@ behind.
 Protocol, on the worker's standard input and output: frames of a 4-byte
 big-endian length and a pickle. The parent sends ``{"sys_path": [...]}``
 first (so that ``python:module:Class`` policies import as in the parent),
-the worker answers ``"ready"``; then each job ``(key, args)`` is answered with
-``(key, (row, results JSON))``. End of input ends the worker.
+the worker answers ``("ready", STARTUP_CPU_S)`` (the CPU time, user and
+system, that its start-up cost, interpreter included); then each job
+``(key, (base JSON, overrides, trace, run folder, head, tail))`` is answered
+with ``(key, (row, results JSON, False))``, or, when a run folder is given,
+the worker writes the run's files there (:func:`save_run`, the row being
+``head | row | tail``) and answers ``(key, (row, None, True))``. End of input
+ends the worker.
+
+A worker runs many runs (the pool lives as long as the sweep) and imports
+only what a run needs: the core and :mod:`hetsched.api`, not pandas or
+matplotlib. The sweep's table and figures are made in the sweep's process;
+only a sweep with an output folder loads pandas here, at its first run, to
+write each run's CSV files. This module therefore holds :func:`run_point`
+and :func:`save_run`, so that importing it does not pull in
+:mod:`hetsched.sweeps`.
 
 The worker dies with its parent: on Linux the kernel sends it SIGKILL when
 the parent goes (``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread watches the
@@ -21,8 +34,10 @@ stops the workers itself.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
-import ctypes.util
+import hashlib
+import json
 import os
 import pickle
 import signal
@@ -30,6 +45,7 @@ import struct
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import IO, Any
 
 #: prctl option that asks the kernel for a signal when the parent exits
@@ -91,9 +107,11 @@ def die_with_parent(parent: int) -> None:
     """Arrange to end when process ``parent`` ends; exit now if it already has."""
     armed = False
     if sys.platform.startswith("linux"):
-        libc_name = ctypes.util.find_library("c") or "libc.so.6"
         try:
-            libc = ctypes.CDLL(libc_name, use_errno=True)
+            # The running program's own symbols, libc's among them: no
+            # ctypes.util.find_library, which imports subprocess and shutil
+            # and runs ldconfig, at the cost of a worker's start-up.
+            libc = ctypes.CDLL(None, use_errno=True)
             armed = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
         except (OSError, AttributeError):
             armed = False
@@ -110,6 +128,78 @@ def die_with_parent(parent: int) -> None:
         threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+#: Columns every sweep table has, before the swept values and the summary.
+BASE_COLUMNS = ("run", "run_id", "status", "error")
+
+
+def run_point(
+    base_json: str, overrides: list[tuple[str, str]], trace: bool
+) -> tuple[dict[str, Any], str | None]:
+    """Run one point of a sweep; return ``(row, results JSON)``. Never raises
+    for a bad scenario or a failed run: the row says ``status="error"``.
+    (Top level so process pools and Dask workers can pickle it by name.)"""
+    from . import api
+
+    started = time.monotonic()
+    try:
+        res = api.run(
+            api.loads(base_json, fmt="json", source="sweep", overrides=overrides), trace=trace
+        )
+    except Exception as e:
+        return {
+            "status": "error",
+            "error": f"{type(e).__name__}: {e}",
+            "run_wall_s": time.monotonic() - started,
+        }, None
+    row: dict[str, Any] = {"status": "ok", "error": ""}
+    for k, v in res.summary.items():
+        if isinstance(v, bool | int | float | str) and k not in BASE_COLUMNS:
+            row[k] = v
+    row["warnings"] = len(res.warnings)
+    row["run_wall_s"] = time.monotonic() - started
+    return row, res.raw_json
+
+
+def tmp_name(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other process uses."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def save_run(run_dir: Path, row: dict[str, Any], raw: str | None) -> None:
+    """Write one run's folder: the files of :meth:`Results.save` (when the
+    run produced results) and, last, ``row.json`` with their checksums."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    # row.json goes first, then every other file of an earlier attempt, so
+    # that the folder holds this run's files only.
+    with contextlib.suppress(FileNotFoundError):
+        (run_dir / "row.json").unlink()
+    for old in run_dir.iterdir():
+        if old.is_file():
+            old.unlink()
+    if raw is not None:
+        from .results import Results
+
+        Results(raw).save(run_dir)
+    files = {
+        p.name: sha256(p)
+        for p in sorted(run_dir.iterdir())
+        if p.is_file() and not p.name.startswith(".")
+    }
+    # row.json last, written whole: its presence marks the run finished and
+    # its checksums let a resumed sweep check the other files.
+    tmp = tmp_name(run_dir / "row.json")
+    tmp.write_text(json.dumps({**row, "files": files}, indent=2, default=str) + "\n", "utf-8")
+    tmp.replace(run_dir / "row.json")
+
+
 def main() -> None:
     parent = int(sys.argv[1])
     die_with_parent(parent)
@@ -122,12 +212,18 @@ def main() -> None:
     if not isinstance(hello, dict):
         return
     sys.path[:] = list(hello.get("sys_path") or sys.path)
-    from .sweeps import run_point
+    from . import api  # noqa: F401  (loaded now, so that start-up cost is counted here)
 
-    send(out, "ready")
+    send(out, ("ready", time.process_time()))
     while True:
         msg = recv(0)
         if msg is None:
             return
-        key, args = msg
-        send(out, (key, run_point(*args)))
+        key, (base_json, overrides, trace, run_dir, head, tail) = msg
+        row, raw = run_point(base_json, overrides, trace)
+        if run_dir is None:
+            send(out, (key, (row, raw, False)))
+        else:
+            row = {**head, **row, **tail}
+            save_run(Path(run_dir), row, raw)
+            send(out, (key, (row, None, True)))

@@ -70,7 +70,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,21 +78,25 @@ from typing import Any
 import pandas as pd
 
 from . import _core, api
+from ._sweep_worker import BASE_COLUMNS, run_point
+from ._sweep_worker import save_run as _save_run
+from ._sweep_worker import sha256 as _sha256
+from ._sweep_worker import tmp_name as _tmp_name
 
 __all__ = [
+    "BASE_COLUMNS",
     "WALL_CLOCK_COLUMNS",
     "SweepError",
     "SweepSpec",
     "load_sweep",
     "read_table",
+    "run_point",
     "sweep",
 ]
 
 #: How long a Dask scheduler may take to answer before the sweep gives up.
 DASK_CONNECT_TIMEOUT_S = 5.0
 
-#: Columns every sweep table has, before the swept values and the summary.
-BASE_COLUMNS = ("run", "run_id", "status", "error")
 
 #: Columns that measure wall time: they differ between two runs of one sweep.
 WALL_CLOCK_COLUMNS = ("wall_s", "events_per_sec", "run_wall_s")
@@ -303,7 +306,9 @@ def sweep(
 
     The table's ``attrs`` hold ``ran``, ``skipped``, ``out``, ``written``
     (the table files written into ``out``), ``parquet_skipped`` (why there is
-    no ``results.parquet``, or None) and ``workers_replaced``.
+    no ``results.parquet``, or None), ``workers_replaced`` and
+    ``worker_startup_cpu_s`` (the CPU time each local worker process took to
+    start, interpreter included; empty for other backends).
     """
     if isinstance(base, SweepSpec):
         spec = base
@@ -358,11 +363,12 @@ def _sweep_locked(
 
     bar = _Bar(len(jobs), skipped, spec.name) if progress else None
 
-    def finished(job: _Job, row: dict[str, Any], raw: str | None) -> None:
-        # The swept values win over summary fields of the same name (scheduler, seed).
-        row = {"run": job.index, "run_id": job.run_id, **row, **_point_columns(job.point)}
-        if out_dir is not None:
-            _save_run(out_dir, job, row, raw)
+    def finished(job: _Job, row: dict[str, Any], raw: str | None, saved: bool = False) -> None:
+        # ``saved``: a local worker already wrote the run's folder (and the row
+        # has its columns); otherwise this process writes it.
+        row = _row_of(job, row)
+        if out_dir is not None and not saved:
+            _save_run(out_dir / "runs" / job.run_id, row, raw)
         rows[job.index] = row
         if bar is not None:
             bar.update(row)
@@ -370,9 +376,12 @@ def _sweep_locked(
             on_result(row)
 
     replaced = 0
+    stats: dict[str, Any] = {}
     try:
         if todo:
-            replaced = _execute(backend, base_json, todo, spec.trace, workers, finished)
+            replaced = _execute(
+                backend, base_json, todo, spec.trace, workers, finished, stats, out_dir
+            )
     except KeyboardInterrupt:
         if out_dir is not None:
             _write_table(out_dir, _table(rows, spec))
@@ -392,8 +401,15 @@ def _sweep_locked(
         written=written,
         parquet_skipped=parquet_skipped,
         workers_replaced=replaced,
+        worker_startup_cpu_s=list(stats.get("worker_startup_cpu_s", [])),
     )
     return table
+
+
+def _row_of(job: _Job, row: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's table row: its index and id first, the swept values last (they
+    win over summary fields of the same name: scheduler, seed)."""
+    return {"run": job.index, "run_id": job.run_id, **row, **_point_columns(job.point)}
 
 
 def tables_written(table: pd.DataFrame) -> str:
@@ -426,47 +442,25 @@ class _Job:
     overrides: list[tuple[str, str]]
 
 
-def run_point(
-    base_json: str, overrides: list[tuple[str, str]], trace: bool
-) -> tuple[dict[str, Any], str | None]:
-    """Run one point of a sweep; return ``(row, results JSON)``. Never raises
-    for a bad scenario or a failed run: the row says ``status="error"``.
-    (Top level so process pools and Dask workers can pickle it.)"""
-    started = time.monotonic()
-    try:
-        res = api.run(
-            api.loads(base_json, fmt="json", source="sweep", overrides=overrides), trace=trace
-        )
-    except Exception as e:
-        return {
-            "status": "error",
-            "error": f"{type(e).__name__}: {e}",
-            "run_wall_s": time.monotonic() - started,
-        }, None
-    row: dict[str, Any] = {"status": "ok", "error": ""}
-    for k, v in res.summary.items():
-        if isinstance(v, bool | int | float | str) and k not in BASE_COLUMNS:
-            row[k] = v
-    row["warnings"] = len(res.warnings)
-    row["run_wall_s"] = time.monotonic() - started
-    return row, res.raw_json
-
-
 def _execute(
     backend: Backend,
     base_json: str,
     jobs: list[_Job],
     trace: bool,
     workers: int | None,
-    finished: Callable[[_Job, dict[str, Any], str | None], None],
+    finished: Callable[..., None],
+    stats: dict[str, Any],
+    out_dir: Path | None = None,
 ) -> int:
-    """Run ``jobs`` on ``backend``; returns how many worker processes were replaced."""
+    """Run ``jobs`` on ``backend``; returns how many worker processes were
+    replaced (``stats`` collects the local pool's measurements). Local
+    workers write each run's folder under ``out_dir`` themselves."""
     if backend == "serial":
         for job in jobs:
             row, raw = run_point(base_json, job.overrides, trace)
             finished(job, row, raw)
     elif backend == "local" or backend is None:
-        return _execute_local(base_json, jobs, trace, workers, finished)
+        return _execute_local(base_json, jobs, trace, workers, finished, stats, out_dir)
     elif isinstance(backend, str) and backend.startswith("dask://"):
         _execute_dask(backend[len("dask://") :], base_json, jobs, trace, finished)
     elif isinstance(backend, str):
@@ -484,26 +478,34 @@ def _execute_local(
     jobs: list[_Job],
     trace: bool,
     workers: int | None,
-    finished: Callable[[_Job, dict[str, Any], str | None], None],
+    finished: Callable[..., None],
+    stats: dict[str, Any],
+    out_dir: Path | None,
 ) -> int:
     """Run ``jobs`` on a pool of worker processes (:mod:`hetsched._sweep_worker`).
 
     A worker that dies (SIGKILL, the out-of-memory killer) is replaced and the
     run it held is tried again, up to :data:`MAX_ATTEMPTS` times in all, then
-    recorded as failed with the reason. Returns how many workers were replaced."""
+    recorded as failed with the reason. Returns how many workers were replaced;
+    ``stats["worker_startup_cpu_s"]`` gets each worker's start-up CPU time.
+    The workers live for the whole call: each runs job after job. With an
+    ``out_dir`` each worker writes the folders of the runs it made (the files
+    of a run are most of a sweep's work: written here, they would make this
+    process the bottleneck), and sends back the row only."""
     import selectors
 
     from ._sweep_worker import recv, send
 
     n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if n == 1:
-        return _execute("serial", base_json, jobs, trace, None, finished)
+        return _execute("serial", base_json, jobs, trace, None, finished, stats)
     queue = collections.deque(jobs)
     attempts: dict[int, int] = {}
     pool: dict[int, _Worker] = {}
     sel = selectors.DefaultSelector()
     replaced = 0
     dead_at_start = 0
+    startup_cpu = stats.setdefault("worker_startup_cpu_s", [])
 
     def start() -> None:
         w = _Worker(_start_worker())
@@ -517,7 +519,12 @@ def _execute_local(
             return
         w.job = queue.popleft()
         with contextlib.suppress(OSError):
-            send(w.stdin, (w.job.index, (base_json, w.job.overrides, trace)))
+            job = w.job
+            run_dir = str(out_dir / "runs" / job.run_id) if out_dir is not None else None
+            head = {"run": job.index, "run_id": job.run_id}
+            tail = _point_columns(job.point)
+            args = (base_json, job.overrides, trace, run_dir, head, tail)
+            send(w.stdin, (job.index, args))
 
     clean = False
     try:
@@ -557,15 +564,16 @@ def _execute_local(
                     if queue:
                         start()
                     continue
-                if msg == "ready":
+                if isinstance(msg, tuple) and msg[0] == "ready":
                     w.ready = True
+                    startup_cpu.append(float(msg[1]))
                     dispatch(w)
                     continue
                 job, w.job = w.job, None
-                row, raw = msg[1]
-                dispatch(w)  # keep the worker busy while this process writes files
+                row, raw, saved = msg[1]
+                dispatch(w)  # keep the worker busy while this process takes the row
                 assert job is not None
-                finished(job, row, raw)
+                finished(job, row, raw, saved)
         clean = True
     finally:
         for w in list(pool.values()):
@@ -642,7 +650,7 @@ def _execute_dask(
     base_json: str,
     jobs: list[_Job],
     trace: bool,
-    finished: Callable[[_Job, dict[str, Any], str | None], None],
+    finished: Callable[..., None],
 ) -> None:
     try:
         from distributed import Client, as_completed
@@ -665,7 +673,7 @@ def _gather_dask(
     base_json: str,
     jobs: list[_Job],
     trace: bool,
-    finished: Callable[[_Job, dict[str, Any], str | None], None],
+    finished: Callable[..., None],
 ) -> None:
     futures = {}
     for job in jobs:
@@ -757,19 +765,6 @@ class _FolderLock:
             self.fd = None
 
 
-def _tmp_name(path: Path) -> Path:
-    """A temporary name beside ``path`` that no other process uses."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _finished_row(out_dir: Path, job: _Job) -> dict[str, Any] | None:
     """The row of a run that finished and whose files are intact, else None
     (the run is done again): every file listed in its ``row.json`` must be
@@ -793,32 +788,6 @@ def _finished_row(out_dir: Path, job: _Job) -> dict[str, Any] | None:
             return None
     row["run"] = job.index
     return row
-
-
-def _save_run(out_dir: Path, job: _Job, row: dict[str, Any], raw: str | None) -> None:
-    from .results import Results
-
-    run_dir = out_dir / "runs" / job.run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    # row.json goes first, then every other file of an earlier attempt, so
-    # that the folder holds this run's files only.
-    with contextlib.suppress(FileNotFoundError):
-        (run_dir / "row.json").unlink()
-    for old in run_dir.iterdir():
-        if old.is_file():
-            old.unlink()
-    if raw is not None:
-        Results(raw).save(run_dir)
-    files = {
-        p.name: _sha256(p)
-        for p in sorted(run_dir.iterdir())
-        if p.is_file() and not p.name.startswith(".")
-    }
-    # row.json last, written whole: its presence marks the run finished and
-    # its checksums let a resumed sweep check the other files.
-    tmp = _tmp_name(run_dir / "row.json")
-    tmp.write_text(json.dumps({**row, "files": files}, indent=2, default=str) + "\n", "utf-8")
-    tmp.replace(run_dir / "row.json")
 
 
 TABLES = ("results.parquet", "results.csv")
