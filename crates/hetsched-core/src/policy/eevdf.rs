@@ -43,13 +43,18 @@
 //! 8))) (SCHED_TUNABLESCALING_LOG); a program's `slice_ms` is a custom slice
 //! as `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task.
 //!
-//! Pick complexity: the queue is ordered by deadline (a sorted vector while
-//! short, a B-tree when long: `fair::Timeline`, shared with `cfs`), and the
-//! pick scans it from the earliest deadline to the first eligible entity,
-//! O(1) per entity: a few entities in the usual case (at least one entity is
-//! always eligible, and the earliest deadlines usually belong to eligible
-//! ones), n at worst. The kernel's tree, augmented with each subtree's
-//! minimum vruntime, finds the same entity in O(log n).
+//! Pick complexity: the queue is a tree ordered by deadline whose nodes also
+//! hold their subtree's minimum vruntime (`eevdf_tree.rs`, the idea of the
+//! kernel's augmented rbtree), so the earliest eligible deadline is found in
+//! O(log n), as are insertion and removal; the entity found is the one a scan
+//! in deadline order would find.
+//!
+//! HRTICK (off by default, as in the kernel's features.h): a timer `slice`
+//! after a switch to an entity (at least 10 µs ahead, `hrtick_start`) ends
+//! its slice between ticks while others are queued: it charges the entity
+//! and reschedules. Enqueue and dequeue re-arm it (`hrtick_update`), and
+//! reschedule at once when the running entity already used its slice; every
+//! schedule clears it and a switch to another entity arms it again.
 //!
 //! Ticks: the kernel ticks every busy CPU, and a running entity's deadline is
 //! renewed at the first tick past it. This model asks the engine for ticks
@@ -67,7 +72,10 @@
 //! `h_nr_runnable`), and an exiting task that was delayed leaves the queue
 //! at the CPU's next pick or enqueue (the kernel's `task_dead_fair`).
 
-use super::fair::{self, calc_delta_fair, Balancer, FairQueues, Timeline};
+use super::fair::{self, calc_delta_fair, Balancer, FairQueues};
+#[path = "eevdf_tree.rs"]
+mod tree;
+use tree::EligTree;
 use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::{TaskId, TaskState};
@@ -218,7 +226,7 @@ struct Se {
 #[derive(Clone, Debug, Default)]
 struct Rq {
     /// Queued entities (not the running one), by `(deadline, seq, task)`.
-    tree: Timeline<(i64, u64, TaskId)>,
+    tree: EligTree,
     curr: Option<TaskId>,
     /// The entity that ran last and was put back (the kernel's `curr` at
     /// pick time): RUN_TO_PARITY and ties consider it.
@@ -371,7 +379,7 @@ impl Eevdf {
         rq.next_seq += 1;
         let se = &mut self.se[t];
         se.seq = seq;
-        rq.tree.insert((se.deadline, seq, t));
+        rq.tree.insert((se.deadline, seq, t), se.vruntime);
         rq.sum_wv += se.vruntime as i128 * se.weight as i128;
         rq.sum_w += se.weight;
     }
@@ -588,7 +596,10 @@ impl Eevdf {
                 return Some(c);
             }
         }
-        let best = rq.tree.iter().map(|e| e.2).find(|&t| eligible(t));
+        let best = rq
+            .tree
+            .first_eligible(|v| sum >= v as i128 * load)
+            .map(|e| e.2);
         match (best, curr) {
             // The running entity (not in the tree) wins only with a strictly
             // earlier deadline; one put back in the tree was ordered by the
