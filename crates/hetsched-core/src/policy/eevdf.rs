@@ -661,10 +661,13 @@ impl Eevdf {
             self.rqs[cpu].curr = Some(t);
             let se = &mut self.se[t];
             se.exec_start = now;
-            se.protected = true;
             if prev != Some(t) {
-                // A switch to another task (`set_next_entity`); the one put
-                // back and picked again keeps running without one.
+                // A switch to another task (`set_next_entity`: its slice is
+                // protected, HRTICK counts from here). The one put back and
+                // picked again runs on without one (`pick_next_task_fair`
+                // skips `set_next_entity` when `prev == p`): a slice renewed
+                // since its switch stays unprotected.
+                se.protected = true;
                 se.picked_at = now;
             }
         }

@@ -60,15 +60,9 @@ fn mix(x: u64) -> u64 {
 
 impl EligTree {
     /// Entities queued.
-    #[inline]
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    /// Whether nothing is queued.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     #[inline]
