@@ -259,6 +259,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
     let m = &e.m;
     let end = e.end_time();
     let end_s = end.as_secs_f64();
+    let wake_lat = e.wake_lat.per_task(e.tasks.len());
     let tasks: Vec<TaskRow> = e
         .tasks
         .iter()
@@ -272,7 +273,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 .filter(|(i, _)| t.c.run_ns_by_type.get(*i).copied().unwrap_or(0) > 0)
                 .map(|(i, ty)| (ty.name.clone(), t.c.run_ns_by_type[i] as f64 * 1e-9))
                 .collect();
-            let (wl50, wl99, wlmax) = wake_quantiles(e.wake_lat.samples(t.id));
+            let (wl50, wl99, wlmax) = wake_quantiles(&wake_lat[t.id]);
             TaskRow {
                 task: t.id,
                 program: p.name.clone(),
