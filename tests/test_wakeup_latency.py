@@ -5,6 +5,7 @@ hand on one CPU under a first-in-first-out policy written here."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -38,13 +39,13 @@ class Fifo(hetsched.Scheduler):
     def __init__(self) -> None:
         self.q: list[int] = []
 
-    def enqueue(self, cx, task, cpu, flags):  # type: ignore[no-untyped-def]
+    def enqueue(self, cx: Any, task: int, cpu: int, flags: str) -> None:
         self.q.append(task)
 
-    def dequeue(self, cx, task, cpu):  # type: ignore[no-untyped-def]
+    def dequeue(self, cx: Any, task: int, cpu: int) -> None:
         self.q.remove(task)
 
-    def pick_next(self, cx, cpu):  # type: ignore[no-untyped-def]
+    def pick_next(self, cx: Any, cpu: int) -> int | None:
         return self.q.pop(0) if self.q else None
 
 

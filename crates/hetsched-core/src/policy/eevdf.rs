@@ -15,7 +15,9 @@
 //! * the pick (`pick_eevdf`): the eligible entity with the earliest deadline
 //!   (ties: the one queued first, as the kernel's deadline-ordered tree
 //!   does); RUN_TO_PARITY keeps the running entity while it is eligible and
-//!   has not started a new slice since it was picked;
+//!   has not started a new slice since it was switched to (a task put back
+//!   and picked again at once is not switched to: `set_next_entity` is
+//!   skipped when `prev == p`);
 //! * `update_curr`: vruntime advances by `delta × 1024 / weight`; past its
 //!   deadline an entity gets a new slice and deadline and, with other
 //!   entities queued, the CPU reschedules (PREEMPT_SHORT: also when the

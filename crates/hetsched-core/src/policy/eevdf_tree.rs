@@ -37,9 +37,9 @@ struct Node {
 }
 
 /// Longest sorted vector; one more entity turns it into a treap.
-pub const SMALL_MAX: usize = 32;
+pub const SMALL_MAX: usize = 64;
 /// A treap smaller than this turns back into a vector.
-pub const SMALL_BACK: usize = 8;
+pub const SMALL_BACK: usize = 24;
 
 /// Deadline-ordered entities: a sorted vector while short, a treap when long.
 #[derive(Clone, Debug)]
@@ -384,9 +384,9 @@ mod tests {
         let mut t = EligTree::default();
         let mut list: Vec<(Key, i64)> = Vec::new();
         for seq in 0..4000u64 {
-            // Growing and shrinking phases of 200 operations: the length
-            // swings between 0 and about 70, through the vector/treap turns.
-            let grow = (seq / 200) % 2 == 0;
+            // Growing and shrinking phases of 400 operations: the length
+            // swings between 0 and about 130, through the vector/treap turns.
+            let grow = (seq / 400) % 2 == 0;
             if list.is_empty() || (lcg(&mut s) % 3 != 0) == grow {
                 let key = ((lcg(&mut s) % 500) as i64, seq, (seq % 97) as usize);
                 let v = (lcg(&mut s) % 1000) as i64 - 500;
