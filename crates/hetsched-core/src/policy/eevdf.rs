@@ -77,11 +77,11 @@
 use super::fair::{self, calc_delta_fair, Balancer, FairQueues};
 #[path = "eevdf_tree.rs"]
 mod tree;
-use tree::EligTree;
 use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::{TaskId, TaskState};
 use crate::time::SimTime;
+use tree::EligTree;
 
 /// The kernel's default base slice before scaling, ns (`sysctl_sched_base_slice`
 /// = 750 µs normalised, kernel/sched/fair.c).

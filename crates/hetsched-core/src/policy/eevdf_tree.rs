@@ -374,7 +374,10 @@ mod tests {
             }
         }
         assert_eq!(t.first_eligible(|v| v <= 10), Some((40, 3, 3)));
-        assert_eq!(t.iter().collect::<Vec<_>>(), vec![(10, 0, 0), (30, 2, 2), (40, 3, 3)]);
+        assert_eq!(
+            t.iter().collect::<Vec<_>>(),
+            vec![(10, 0, 0), (30, 2, 2), (40, 3, 3)]
+        );
         assert_eq!(t.len(), 3);
     }
 
