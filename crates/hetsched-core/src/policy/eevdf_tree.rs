@@ -390,7 +390,7 @@ mod tests {
             // Growing and shrinking phases of 400 operations: the length
             // swings between 0 and about 130, through the vector/treap turns.
             let grow = (seq / 400) % 2 == 0;
-            if list.is_empty() || (lcg(&mut s) % 3 != 0) == grow {
+            if list.is_empty() || lcg(&mut s).is_multiple_of(3) != grow {
                 let key = ((lcg(&mut s) % 500) as i64, seq, (seq % 97) as usize);
                 let v = (lcg(&mut s) % 1000) as i64 - 500;
                 t.insert(key, v);
