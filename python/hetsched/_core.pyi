@@ -109,7 +109,10 @@ def run(
     The JSON object has the keys ``summary`` (dict), ``tasks``, ``programs``,
     ``cpus`` (lists of row dicts), ``warnings`` (list of str), ``scenario``
     (the resolved scenario as a dict), and ``trace`` (list of event dicts,
-    empty unless ``trace=True``)."""
+    empty unless ``trace=True``). A task row's ``wakeup_latency_p50_ms``,
+    ``wakeup_latency_p99_ms`` and ``wakeup_latency_max_ms`` (float or None)
+    summarise its latencies from each wake-up to running, quantiles
+    interpolated linearly between ranks."""
 
 def schema() -> str:
     """JSON Schema of scenario files, as JSON text."""

@@ -66,6 +66,13 @@ RESULT_FILES = (
     "trace.txt",
 )
 
+#: Per-task wake-up latency columns (ms; NaN for a task that never woke and ran).
+WAKEUP_LATENCY_COLUMNS = (
+    "wakeup_latency_p50_ms",
+    "wakeup_latency_p99_ms",
+    "wakeup_latency_max_ms",
+)
+
 #: Files drawn from a run folder's data by ``hetsched plot`` and ``hetsched
 #: report`` at their default places: stale once the folder holds another run.
 DERIVED_FILES = ("report.html",)
@@ -88,7 +95,12 @@ class Results:
     Attributes:
         summary: run-level numbers (``makespan_s``, ``energy_j``, ``migrations`` ...).
         tasks: one row per task; ``run_s`` is CPU time, ``work_ms`` is work done in
-            reference milliseconds, ``run_s_by_type`` splits CPU time by CPU type.
+            reference milliseconds, ``run_s_by_type`` splits CPU time by CPU type;
+            ``wakeup_latency_p50_ms``, ``wakeup_latency_p99_ms`` and
+            ``wakeup_latency_max_ms`` summarise the time from each wake-up (a
+            new task's first one included) to running: quantiles interpolated
+            linearly between ranks (numpy's default ``percentile``), NaN for a
+            task that never woke and ran (and for tasks inside simulated VMs).
         programs: one row per completed program instance.
         cpus: one row per CPU (``utilization``, ``energy_j``, ``final_mhz`` ...).
         vms: one row per virtual machine: ``vcpu_tasks`` (host task ids of its
@@ -138,7 +150,14 @@ class Results:
     @functools.cached_property
     def tasks(self) -> pd.DataFrame:
         """One row per task (see the class docstring)."""
-        return _frame(self._records["tasks"])
+        import pandas as pd
+
+        frame = _frame(self._records["tasks"])
+        # A task without wake-ups has no latency: NaN, in float columns.
+        for c in WAKEUP_LATENCY_COLUMNS:
+            if c in frame.columns:
+                frame[c] = pd.to_numeric(frame[c], errors="coerce").astype(float)
+        return frame
 
     @functools.cached_property
     def programs(self) -> pd.DataFrame:

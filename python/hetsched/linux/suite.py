@@ -18,8 +18,8 @@ target (the row could pass or fail by luck), else ``within`` or ``outside``;
 custom slice, until programs have ``slice_ms``). The targets come from issue
 16; ``docs/real-linux.md`` ("The scheduler-trace suite") has the table.
 
-The simulated policy is :data:`SIM_POLICY`; it is ``cfs`` until the ``eevdf``
-policy exists, then changing that one constant switches the suite over.
+The simulated policy is :data:`SIM_POLICY`: ``eevdf`` with the recorded
+kernel's base slice and its slice-end timer (HRTICK) on.
 
 The real side can also come from recorded traces (``data/linux-traces/``,
 written with ``save``): :func:`run_suite` with ``recorded=DIR`` needs no root
@@ -49,8 +49,18 @@ import numpy as np
 from .. import tracefs
 from . import LinuxError
 
-#: The simulator's policy for the suite: "cfs" today, "eevdf" once it exists.
-SIM_POLICY = "eevdf"
+#: The kernel the recorded traces come from (``data/linux-traces/``): Linux
+#: 6.18 on 2 CPUs. Its base slice is 0.7 ms × (1 + log2 2) = 1.4 ms
+#: (``sysctl_sched_base_slice`` is 0.7 ms since Linux 6.15; 6.12, which
+#: ``eevdf`` follows otherwise, had 0.75 ms), and it ends slices between ticks:
+#: the recorded preempted run intervals of spinners last 1.397–1.404 ms
+#: (quartiles) on a 250 Hz kernel, which only the slice-end timer (HRTICK,
+#: ``CONFIG_SCHED_HRTICK=y``) does; ``/sys/kernel/debug/sched/features`` is
+#: not readable there. docs/real-linux.md §7 has the evidence.
+KERNEL_BASE_SLICE_MS = 1.4
+#: The simulator's policy for the suite: ``eevdf`` set up as the recorded
+#: kernel is (its base slice, HRTICK on).
+SIM_POLICY = f"eevdf[base_slice_ms={KERNEL_BASE_SLICE_MS},hrtick=true]"
 #: Length of each real experiment and the part of it that is measured
 #: (start-up and the last moments are left out).
 DURATION_S = 2

@@ -133,6 +133,14 @@ pub struct TaskRow {
     pub deadline_misses: u64,
     /// Worst response time of a periodic job (release to completion), ms.
     pub max_response_ms: f64,
+    /// Wake-up latency (from becoming runnable after a wake-up, a new
+    /// task's first one included, to running), median, ms ([`quantile`];
+    /// None without a wake-up that was followed by running).
+    pub wakeup_latency_p50_ms: Option<f64>,
+    /// Wake-up latency, 99th percentile ([`quantile`]), ms.
+    pub wakeup_latency_p99_ms: Option<f64>,
+    /// Wake-up latency, largest, ms.
+    pub wakeup_latency_max_ms: Option<f64>,
     /// Nice value at the end of the run, -20..=19.
     pub nice: i32,
     /// Why it was killed (e.g. a SIGILL outcome); None if it was not.
@@ -218,11 +226,40 @@ pub struct RunResults {
     pub dynamic: Option<crate::sim::dynamic::DynResults>,
 }
 
+/// The `q`-quantile (0 ≤ q ≤ 1) of ascending `sorted` samples, linearly
+/// interpolated between the two closest ranks: with `n` samples and
+/// `h = (n − 1) q`, `x[⌊h⌋] + (h − ⌊h⌋)(x[⌊h⌋ + 1] − x[⌊h⌋])` (numpy's
+/// default `percentile`, Hyndman and Fan's definition 7). None when empty.
+pub fn quantile(sorted: &[u64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let h = (n - 1) as f64 * q.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(n - 1);
+    let (a, b) = (sorted[lo] as f64, sorted[hi] as f64);
+    Some(a + (h - lo as f64) * (b - a))
+}
+
+/// Median, 99th percentile and largest wake-up latency, ms.
+fn wake_quantiles(samples: &[u64]) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let mut v = samples.to_vec();
+    v.sort_unstable();
+    let ms = |x: Option<f64>| x.map(|ns| ns * 1e-6);
+    (
+        ms(quantile(&v, 0.5)),
+        ms(quantile(&v, 0.99)),
+        ms(v.last().map(|&x| x as f64)),
+    )
+}
+
 /// Collect the results of a finished run.
 pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
     let m = &e.m;
     let end = e.end_time();
     let end_s = end.as_secs_f64();
+    let wake_lat = e.wake_lat.per_task(e.tasks.len());
     let tasks: Vec<TaskRow> = e
         .tasks
         .iter()
@@ -236,6 +273,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 .filter(|(i, _)| t.c.run_ns_by_type.get(*i).copied().unwrap_or(0) > 0)
                 .map(|(i, ty)| (ty.name.clone(), t.c.run_ns_by_type[i] as f64 * 1e-9))
                 .collect();
+            let (wl50, wl99, wlmax) = wake_quantiles(&wake_lat[t.id]);
             TaskRow {
                 task: t.id,
                 program: p.name.clone(),
@@ -277,6 +315,9 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 jobs: t.c.jobs,
                 deadline_misses: t.c.deadline_misses,
                 max_response_ms: t.c.max_response_ns as f64 * 1e-6,
+                wakeup_latency_p50_ms: wl50,
+                wakeup_latency_p99_ms: wl99,
+                wakeup_latency_max_ms: wlmax,
                 nice: t.nice,
                 killed: t.kill_reason.clone(),
                 run_s_by_type: by_type,
@@ -424,5 +465,27 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         trace: e.trace.clone(),
         vms: e.vm_rows(),
         dynamic: e.dynamic_results(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_between_ranks() {
+        // Samples 1, 2, 3, 4, 10 ns (given unsorted): n = 5.
+        // p50: h = 4 × 0.5 = 2 → x[2] = 3.
+        // p99: h = 4 × 0.99 = 3.96 → x[3] + 0.96 × (x[4] − x[3]) = 4 + 0.96 × 6 = 9.76.
+        // max: 10.
+        let (p50, p99, max) = wake_quantiles(&[4, 1, 10, 3, 2]);
+        let close = |x: Option<f64>, want: f64| (x.unwrap() - want).abs() < 1e-15;
+        assert!(close(p50, 3e-6), "{p50:?}");
+        assert!(close(p99, 9.76e-6), "{p99:?}");
+        assert!(close(max, 10e-6), "{max:?}");
+        // Two samples 0 and 1000 ns: p50 = 500 ns; one sample: every quantile is it.
+        assert_eq!(quantile(&[0, 1000], 0.5), Some(500.0));
+        assert_eq!(quantile(&[7], 0.99), Some(7.0));
+        assert_eq!(quantile(&[], 0.5), None);
     }
 }

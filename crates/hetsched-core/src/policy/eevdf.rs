@@ -15,7 +15,9 @@
 //! * the pick (`pick_eevdf`): the eligible entity with the earliest deadline
 //!   (ties: the one queued first, as the kernel's deadline-ordered tree
 //!   does); RUN_TO_PARITY keeps the running entity while it is eligible and
-//!   has not started a new slice since it was picked;
+//!   has not started a new slice since it was switched to (a task put back
+//!   and picked again at once is not switched to: `set_next_entity` is
+//!   skipped when `prev == p`);
 //! * `update_curr`: vruntime advances by `delta × 1024 / weight`; past its
 //!   deadline an entity gets a new slice and deadline and, with other
 //!   entities queued, the CPU reschedules (PREEMPT_SHORT: also when the
@@ -43,13 +45,18 @@
 //! 8))) (SCHED_TUNABLESCALING_LOG); a program's `slice_ms` is a custom slice
 //! as `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task.
 //!
-//! Pick complexity: the queue is ordered by deadline (a sorted vector while
-//! short, a B-tree when long: `fair::Timeline`, shared with `cfs`), and the
-//! pick scans it from the earliest deadline to the first eligible entity,
-//! O(1) per entity: a few entities in the usual case (at least one entity is
-//! always eligible, and the earliest deadlines usually belong to eligible
-//! ones), n at worst. The kernel's tree, augmented with each subtree's
-//! minimum vruntime, finds the same entity in O(log n).
+//! Pick complexity: the queue is a tree ordered by deadline whose nodes also
+//! hold their subtree's minimum vruntime (`eevdf_tree.rs`, the idea of the
+//! kernel's augmented rbtree), so the earliest eligible deadline is found in
+//! O(log n), as are insertion and removal; the entity found is the one a scan
+//! in deadline order would find.
+//!
+//! HRTICK (off by default, as in the kernel's features.h): a timer `slice`
+//! after a switch to an entity (at least 10 µs ahead, `hrtick_start`) ends
+//! its slice between ticks while others are queued: it charges the entity
+//! and reschedules. Enqueue and dequeue re-arm it (`hrtick_update`), and
+//! reschedule at once when the running entity already used its slice; every
+//! schedule clears it and a switch to another entity arms it again.
 //!
 //! Ticks: the kernel ticks every busy CPU, and a running entity's deadline is
 //! renewed at the first tick past it. This model asks the engine for ticks
@@ -67,18 +74,28 @@
 //! `h_nr_runnable`), and an exiting task that was delayed leaves the queue
 //! at the CPU's next pick or enqueue (the kernel's `task_dead_fair`).
 
-use super::fair::{self, calc_delta_fair, Balancer, FairQueues, Timeline};
+use super::fair::{self, calc_delta_fair, Balancer, FairQueues};
+#[path = "eevdf_tree.rs"]
+mod tree;
 use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::{TaskId, TaskState};
 use crate::time::SimTime;
+use tree::EligTree;
 
 /// The kernel's default base slice before scaling, ns (`sysctl_sched_base_slice`
 /// = 750 µs normalised, kernel/sched/fair.c).
 const BASE_SLICE_NS: u64 = 750_000;
 
+/// The kernel's shortest hrtick delay, ns (`hrtick_start` in
+/// kernel/sched/core.c: "Don't schedule slices shorter than 10000ns").
+const HRTICK_MIN_NS: u64 = 10_000;
+
+/// Timer tokens of the per-CPU slice-end timers (HRTICK): this base + the CPU.
+const HRTICK_TOKEN: u64 = 0x4852_5449_434b_0000;
+
 /// The feature switches of kernel/sched/features.h that this model follows,
-/// with the kernel's defaults (all on).
+/// with the kernel's defaults (all on; HRTICK, off in the kernel, is separate).
 const FEATURES: [(&str, &str); 8] = [
     ("place_lag", "PLACE_LAG: waking and migrating tasks keep their lag"),
     (
@@ -125,6 +142,11 @@ fn params() -> Vec<ParamDef> {
         });
     }
     v.push(ParamDef {
+        name: "hrtick",
+        default: "false",
+        doc: "HRTICK: a high-resolution timer ends the running task's slice between ticks (off in the kernel's features.h)",
+    });
+    v.push(ParamDef {
         name: "balance",
         default: "true",
         doc: "load balancing between CPUs (false: no balancing; wake-up placement still chooses CPUs)",
@@ -165,6 +187,9 @@ pub struct Features {
     pub delay_zero: bool,
     /// WAKEUP_PREEMPTION: a waking task preempts when it is the one `pick_eevdf` would pick.
     pub wakeup_preemption: bool,
+    /// HRTICK: a timer `slice` after the pick ends the running task's slice
+    /// between ticks while others are queued (`hrtick_start_fair`).
+    pub hrtick: bool,
 }
 
 /// Per-task scheduling entity.
@@ -179,6 +204,9 @@ struct Se {
     custom_slice: bool,
     weight: u64,
     exec_start: SimTime,
+    /// When it was last picked by a switch to it (`set_next_entity`; the
+    /// kernel's `prev_sum_exec_runtime`): HRTICK counts the slice from here.
+    picked_at: SimTime,
     last_run: SimTime,
     /// The runqueue it is on (meaningful while `on_rq`).
     cpu: CpuId,
@@ -200,7 +228,7 @@ struct Se {
 #[derive(Clone, Debug, Default)]
 struct Rq {
     /// Queued entities (not the running one), by `(deadline, seq, task)`.
-    tree: Timeline<(i64, u64, TaskId)>,
+    tree: EligTree,
     curr: Option<TaskId>,
     /// The entity that ran last and was put back (the kernel's `curr` at
     /// pick time): RUN_TO_PARITY and ties consider it.
@@ -218,6 +246,8 @@ struct Rq {
     delayed: Vec<TaskId>,
     /// Whether this CPU asked the engine for ticks.
     ticking: bool,
+    /// When this CPU's slice-end timer (HRTICK) is armed for.
+    hrtick_at: Option<SimTime>,
 }
 
 /// The EEVDF scheduler.
@@ -272,6 +302,7 @@ impl Eevdf {
             delay_dequeue: p.bool("delay_dequeue")?,
             delay_zero: p.bool("delay_zero")?,
             wakeup_preemption: p.bool("wakeup_preemption")?,
+            hrtick: p.bool("hrtick")?,
         };
         let balance = p.bool("balance")?;
         let busy_factor = p.f64("busy_factor", 1.0, 1024.0)? as u64;
@@ -350,7 +381,7 @@ impl Eevdf {
         rq.next_seq += 1;
         let se = &mut self.se[t];
         se.seq = seq;
-        rq.tree.insert((se.deadline, seq, t));
+        rq.tree.insert((se.deadline, seq, t), se.vruntime);
         rq.sum_wv += se.vruntime as i128 * se.weight as i128;
         rq.sum_w += se.weight;
     }
@@ -446,6 +477,7 @@ impl Eevdf {
         }
         self.detach(cpu, t);
         self.sync_tick(cx, cpu);
+        self.hrtick_start(cx, cpu);
     }
 
     /// Bookkeeping of an entity leaving `cpu`'s queue.
@@ -566,7 +598,10 @@ impl Eevdf {
                 return Some(c);
             }
         }
-        let best = rq.tree.iter().map(|e| e.2).find(|&t| eligible(t));
+        let best = rq
+            .tree
+            .first_eligible(|v| sum >= v as i128 * load)
+            .map(|e| e.2);
         match (best, curr) {
             // The running entity (not in the tree) wins only with a strictly
             // earlier deadline; one put back in the tree was ordered by the
@@ -622,15 +657,54 @@ impl Eevdf {
             }
             break Some(t);
         };
-        self.rqs[cpu].prev = None;
+        let prev = self.rqs[cpu].prev.take();
         if let Some(t) = picked {
             self.tree_remove(cpu, t);
             self.rqs[cpu].curr = Some(t);
             let se = &mut self.se[t];
             se.exec_start = now;
-            se.protected = true;
+            if prev != Some(t) {
+                // A switch to another task (`set_next_entity`: its slice is
+                // protected, HRTICK counts from here). The one put back and
+                // picked again runs on without one (`pick_next_task_fair`
+                // skips `set_next_entity` when `prev == p`): a slice renewed
+                // since its switch stays unprotected.
+                se.protected = true;
+                se.picked_at = now;
+            }
         }
         picked
+    }
+
+    /// `hrtick_start_fair`: with HRTICK and others queued, the slice-end
+    /// timer of `cpu` is armed `slice` after the running entity was picked
+    /// (at least 10 µs ahead); a slice already used up reschedules now.
+    fn hrtick_start(&mut self, cx: &mut Ctx, cpu: CpuId) {
+        if !self.f.hrtick {
+            return;
+        }
+        let Some(t) = self.rqs[cpu].curr else { return };
+        if self.rqs[cpu].nr_running < 2 {
+            return;
+        }
+        let se = &self.se[t];
+        let ran = cx.now.0.saturating_sub(se.picked_at.0);
+        if ran > se.slice {
+            cx.resched(cpu);
+            return;
+        }
+        let at = SimTime(cx.now.0 + (se.slice - ran).max(HRTICK_MIN_NS));
+        if self.rqs[cpu].hrtick_at != Some(at) {
+            cx.arm_timer(at, HRTICK_TOKEN + cpu as u64);
+            self.rqs[cpu].hrtick_at = Some(at);
+        }
+    }
+
+    /// `hrtick_clear`: every schedule stops the slice-end timer.
+    fn hrtick_clear(&mut self, cx: &mut Ctx, cpu: CpuId) {
+        if self.rqs[cpu].hrtick_at.take().is_some() {
+            cx.cancel_timer(HRTICK_TOKEN + cpu as u64);
+        }
     }
 
     /// The running entity `t` stops: put back (`runnable`), or asleep —
@@ -755,6 +829,7 @@ impl FairQueues for Eevdf {
             self.wakeup_preempt(cx, dst, t);
         }
         self.sync_tick(cx, dst);
+        self.hrtick_start(cx, dst);
     }
 }
 
@@ -777,6 +852,7 @@ impl Scheduler for Eevdf {
             }
             self.finish_delayed(c, t);
             self.sync_tick(cx, c);
+            self.hrtick_start(cx, c);
         }
         let aff = &cx.task(t).affinity;
         let prev_ok = prev.filter(|&p| aff.contains(p) && cx.online(p));
@@ -848,6 +924,12 @@ impl Scheduler for Eevdf {
             self.place_entity(cpu, t, flags == EnqFlags::New);
             self.attach(cpu, t);
         }
+        if delayed && old != cpu {
+            self.hrtick_start(cx, old);
+        }
+        // `hrtick_update` at the end of `enqueue_task_fair`, before the
+        // wake-up preemption check.
+        self.hrtick_start(cx, cpu);
         if resched {
             cx.resched(cpu);
         } else if matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
@@ -863,12 +945,21 @@ impl Scheduler for Eevdf {
             self.detach_charged(cx, c, t);
         }
         self.sync_tick(cx, cpu);
+        self.hrtick_start(cx, cpu);
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
         self.purge_exited(cx, cpu);
+        let prev = self.rqs[cpu].prev;
         let picked = self.pick_entity(cpu, cx.now);
         self.sync_tick(cx, cpu);
+        // `__schedule` clears the slice-end timer; a switch to another task
+        // arms it again (`__set_next_task_fair`), a task picked again runs on
+        // without one.
+        self.hrtick_clear(cx, cpu);
+        if picked.is_some() && picked != prev {
+            self.hrtick_start(cx, cpu);
+        }
         picked
     }
 
@@ -879,6 +970,29 @@ impl Scheduler for Eevdf {
     fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, runnable: bool) {
         self.stop_entity(cpu, t, cx.now, runnable);
         self.sync_tick(cx, cpu);
+        self.hrtick_clear(cx, cpu);
+    }
+
+    /// The slice-end timer (HRTICK) fired: `hrtick` calls the class's tick
+    /// with `queued` set, which charges the running entity and reschedules
+    /// (`entity_tick`: "queued ticks are scheduled to match the slice").
+    fn on_timer(&mut self, cx: &mut Ctx, token: u64) {
+        let Some(cpu) = token
+            .checked_sub(HRTICK_TOKEN)
+            .map(|c| c as usize)
+            .filter(|&c| c < self.rqs.len())
+        else {
+            return;
+        };
+        self.rqs[cpu].hrtick_at = None;
+        if self.rqs[cpu].curr.is_none() {
+            return;
+        }
+        let _ = self.update_curr(cpu, cx.now);
+        // Alone on the CPU, the kernel's reschedule picks the same task.
+        if self.rqs[cpu].nr_running > 1 {
+            cx.resched(cpu);
+        }
     }
 
     fn tick(&mut self, cx: &mut Ctx, cpu: CpuId, t: TaskId) {

@@ -16,6 +16,7 @@
 
 pub mod queue;
 mod setup;
+pub mod wakelat;
 
 pub use setup::{VmRow, VmSetup};
 
@@ -175,6 +176,8 @@ pub struct Engine {
     rng: Pcg64Mcg,
     timers: BTreeMap<u64, u32>,
     timer_gen: u32,
+    /// Wake-up latencies per task (metrics reads them).
+    pub wake_lat: wakelat::WakeLat,
     opts: RunOptions,
     started: bool,
     /// Trace events (only with `RunOptions::trace`).
@@ -342,6 +345,7 @@ impl Engine {
             rng: Pcg64Mcg::seed_from_u64(s.seed),
             timers: BTreeMap::new(),
             timer_gen: 0,
+            wake_lat: wakelat::WakeLat::default(),
             opts,
             started: false,
             trace: Vec::new(),
@@ -1091,6 +1095,7 @@ impl Engine {
         }
         self.sync(cpu);
         self.set_state(t, TaskState::Running);
+        self.wake_lat.ran(t, self.now);
         let last = self.tasks[t].last_ran;
         let mut stall = std::mem::take(&mut self.tasks[t].pending_stall);
         if let Some(prev) = last {
@@ -1361,6 +1366,7 @@ impl Engine {
             return self.g_wake(t, flags);
         }
         self.set_state(t, TaskState::Runnable);
+        self.wake_lat.woke(t, self.now);
         if self.tasks[t].start.is_none() {
             self.tasks[t].start = Some(self.now);
         }

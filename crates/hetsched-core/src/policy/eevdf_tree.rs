@@ -1,0 +1,417 @@
+//! The `eevdf` runqueue: queued entities ordered by `(deadline, queued
+//! order, task)`, each node augmented with the smallest vruntime of its
+//! subtree, so that the earliest-deadline entity whose vruntime passes an
+//! eligibility test is found in O(log n) (the idea of the kernel's
+//! `__pick_eevdf` over its augmented rbtree; this structure is our own, a
+//! treap: a binary search tree on the key that is a heap on a per-node
+//! priority, which keeps it balanced in expectation).
+//!
+//! Priorities are a fixed hash of the entry's queued order, so the shape —
+//! and everything else — is deterministic. The order of the keys, and hence
+//! every pick and every walk in order, is the same as a sorted list's.
+//!
+//! Fair-class runqueues are usually a few entities long, where a sorted
+//! vector scanned from the front costs less than any tree (measured on
+//! `bench/standard.toml`, docs/eevdf.md); so an [`EligTree`] is such a vector
+//! up to [`SMALL_MAX`] entities (a pick then scans at most that many) and
+//! the treap beyond, back to a vector below [`SMALL_BACK`]. Both hold the
+//! same keys in the same order, so the choice never changes a pick.
+
+use crate::os::TaskId;
+
+/// A queued entity's key: deadline, queued order (ties), task.
+pub type Key = (i64, u64, TaskId);
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+struct Node {
+    key: Key,
+    /// The entity's vruntime.
+    v: i64,
+    /// The smallest vruntime in this node's subtree.
+    min_v: i64,
+    prio: u64,
+    l: u32,
+    r: u32,
+}
+
+/// Longest sorted vector; one more entity turns it into a treap.
+pub const SMALL_MAX: usize = 64;
+/// A treap smaller than this turns back into a vector.
+pub const SMALL_BACK: usize = 24;
+
+/// Deadline-ordered entities: a sorted vector while short, a treap when long.
+#[derive(Clone, Debug)]
+pub enum EligTree {
+    /// Ascending key order, with each entity's vruntime.
+    Small(Vec<(Key, i64)>),
+    /// The augmented treap.
+    Big(Treap),
+}
+
+impl Default for EligTree {
+    fn default() -> Self {
+        EligTree::Small(Vec::new())
+    }
+}
+
+impl EligTree {
+    /// Entities queued.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        match self {
+            EligTree::Small(v) => v.len(),
+            EligTree::Big(t) => t.len,
+        }
+    }
+
+    /// Queue `key` with vruntime `v` (the key must not be queued).
+    #[inline]
+    pub fn insert(&mut self, key: Key, v: i64) {
+        match self {
+            EligTree::Small(vec) => {
+                let at = vec.partition_point(|e| e.0 < key);
+                debug_assert!(vec.get(at).map(|e| e.0) != Some(key), "duplicate key");
+                vec.insert(at, (key, v));
+                if vec.len() > SMALL_MAX {
+                    let mut t = Treap::default();
+                    for &(k, x) in vec.iter() {
+                        t.insert(k, x);
+                    }
+                    *self = EligTree::Big(t);
+                }
+            }
+            EligTree::Big(t) => t.insert(key, v),
+        }
+    }
+
+    /// Remove `key`; whether it was queued.
+    #[inline]
+    pub fn remove(&mut self, key: &Key) -> bool {
+        match self {
+            EligTree::Small(vec) => match vec.binary_search_by(|e| e.0.cmp(key)) {
+                Ok(i) => {
+                    vec.remove(i);
+                    true
+                }
+                Err(_) => false,
+            },
+            EligTree::Big(t) => {
+                let found = t.remove(key);
+                if t.len < SMALL_BACK {
+                    let v: Vec<(Key, i64)> = t.entries().collect();
+                    *self = EligTree::Small(v);
+                }
+                found
+            }
+        }
+    }
+
+    /// The smallest key.
+    #[inline]
+    pub fn first(&self) -> Option<Key> {
+        match self {
+            EligTree::Small(v) => v.first().map(|e| e.0),
+            EligTree::Big(t) => t.first(),
+        }
+    }
+
+    /// The smallest key whose vruntime passes `eligible` (monotone in the
+    /// vruntime): a scan of at most [`SMALL_MAX`] entities, or the treap's
+    /// O(log n) walk.
+    #[inline]
+    pub fn first_eligible(&self, eligible: impl Fn(i64) -> bool) -> Option<Key> {
+        match self {
+            EligTree::Small(v) => v.iter().find(|e| eligible(e.1)).map(|e| e.0),
+            EligTree::Big(t) => t.first_eligible(eligible),
+        }
+    }
+
+    /// The keys in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = Key> + '_ {
+        let (small, big) = match self {
+            EligTree::Small(v) => (Some(v.iter().map(|e| e.0)), None),
+            EligTree::Big(t) => (None, Some(t.entries().map(|e| e.0))),
+        };
+        small.into_iter().flatten().chain(big.into_iter().flatten())
+    }
+}
+
+/// Deadline-ordered entities with subtree-minimum vruntimes (a treap).
+#[derive(Clone, Debug)]
+pub struct Treap {
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    root: u32,
+    len: usize,
+}
+
+impl Default for Treap {
+    fn default() -> Self {
+        Treap {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            root: NIL,
+            len: 0,
+        }
+    }
+}
+
+/// splitmix64's finaliser: a fixed, well-mixed priority for a queued order.
+#[inline]
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Treap {
+    #[inline]
+    fn pull(&mut self, n: u32) {
+        let (l, r) = (self.nodes[n as usize].l, self.nodes[n as usize].r);
+        let mut m = self.nodes[n as usize].v;
+        if l != NIL {
+            m = m.min(self.nodes[l as usize].min_v);
+        }
+        if r != NIL {
+            m = m.min(self.nodes[r as usize].min_v);
+        }
+        self.nodes[n as usize].min_v = m;
+    }
+
+    /// Split `t` into keys `< key` and keys `≥ key` (`or_equal`: `≤` and `>`).
+    fn split(&mut self, t: u32, key: &Key, or_equal: bool) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        let k = self.nodes[t as usize].key;
+        let left_side = if or_equal { k <= *key } else { k < *key };
+        if left_side {
+            let (a, b) = self.split(self.nodes[t as usize].r, key, or_equal);
+            self.nodes[t as usize].r = a;
+            self.pull(t);
+            (t, b)
+        } else {
+            let (a, b) = self.split(self.nodes[t as usize].l, key, or_equal);
+            self.nodes[t as usize].l = b;
+            self.pull(t);
+            (a, t)
+        }
+    }
+
+    /// Join `a` and `b`, every key of `a` below every key of `b`.
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.nodes[a as usize].prio >= self.nodes[b as usize].prio {
+            let r = self.merge(self.nodes[a as usize].r, b);
+            self.nodes[a as usize].r = r;
+            self.pull(a);
+            a
+        } else {
+            let l = self.merge(a, self.nodes[b as usize].l);
+            self.nodes[b as usize].l = l;
+            self.pull(b);
+            b
+        }
+    }
+
+    /// Queue `key` with vruntime `v` (the key must not be queued).
+    pub fn insert(&mut self, key: Key, v: i64) {
+        let node = Node {
+            key,
+            v,
+            min_v: v,
+            prio: mix(key.1),
+            l: NIL,
+            r: NIL,
+        };
+        let n = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        let (a, b) = self.split(self.root, &key, false);
+        let a = self.merge(a, n);
+        self.root = self.merge(a, b);
+        self.len += 1;
+    }
+
+    /// Remove `key`; whether it was queued.
+    pub fn remove(&mut self, key: &Key) -> bool {
+        let (a, b) = self.split(self.root, key, false);
+        let (mid, c) = self.split(b, key, true);
+        let found = mid != NIL;
+        if found {
+            debug_assert!(self.nodes[mid as usize].l == NIL && self.nodes[mid as usize].r == NIL);
+            self.free.push(mid);
+            self.len -= 1;
+        }
+        self.root = self.merge(a, c);
+        found
+    }
+
+    /// The smallest key.
+    pub fn first(&self) -> Option<Key> {
+        let mut n = self.root;
+        if n == NIL {
+            return None;
+        }
+        while self.nodes[n as usize].l != NIL {
+            n = self.nodes[n as usize].l;
+        }
+        Some(self.nodes[n as usize].key)
+    }
+
+    /// The smallest key whose vruntime passes `eligible` (a test monotone in
+    /// the vruntime: if it passes `v`, it passes every smaller one), in
+    /// O(depth): a left subtree whose minimum passes holds the answer;
+    /// otherwise the node itself, otherwise the right subtree.
+    pub fn first_eligible(&self, eligible: impl Fn(i64) -> bool) -> Option<Key> {
+        let mut n = self.root;
+        while n != NIL {
+            let node = &self.nodes[n as usize];
+            if node.l != NIL && eligible(self.nodes[node.l as usize].min_v) {
+                n = node.l;
+                continue;
+            }
+            if eligible(node.v) {
+                return Some(node.key);
+            }
+            n = node.r;
+        }
+        None
+    }
+
+    /// The entries (key, vruntime) in ascending key order.
+    pub fn entries(&self) -> Iter<'_> {
+        let mut it = Iter {
+            tree: self,
+            stack: Vec::new(),
+        };
+        it.descend(self.root);
+        it
+    }
+}
+
+/// In-order walk of a [`Treap`].
+pub struct Iter<'a> {
+    tree: &'a Treap,
+    stack: Vec<u32>,
+}
+
+impl Iter<'_> {
+    fn descend(&mut self, mut n: u32) {
+        while n != NIL {
+            self.stack.push(n);
+            n = self.tree.nodes[n as usize].l;
+        }
+    }
+}
+
+impl Iterator for Iter<'_> {
+    type Item = (Key, i64);
+
+    fn next(&mut self) -> Option<(Key, i64)> {
+        let n = self.stack.pop()?;
+        let node = &self.tree.nodes[n as usize];
+        self.descend(node.r);
+        Some((node.key, node.v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator for the randomised comparison.
+    fn lcg(s: &mut u64) -> u64 {
+        *s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        *s >> 33
+    }
+
+    #[test]
+    fn finds_the_earliest_deadline_that_is_eligible() {
+        let mut t = EligTree::Big(Treap::default());
+        finds_in(&mut t);
+        let mut t = EligTree::default();
+        finds_in(&mut t);
+    }
+
+    fn finds_in(t: &mut EligTree) {
+        // Deadlines 10, 20, 30, 40 with vruntimes 50, 5, 40, 1.
+        t.insert((30, 2, 2), 40);
+        t.insert((10, 0, 0), 50);
+        t.insert((40, 3, 3), 1);
+        t.insert((20, 1, 1), 5);
+        assert_eq!(t.first(), Some((10, 0, 0)));
+        // Eligible means v ≤ 10: tasks 1 (v 5) and 3 (v 1); 1 has the
+        // earlier deadline.
+        assert_eq!(t.first_eligible(|v| v <= 10), Some((20, 1, 1)));
+        assert_eq!(t.first_eligible(|v| v <= 2), Some((40, 3, 3)));
+        assert_eq!(t.first_eligible(|v| v <= 0), None);
+        // Remove from the treap directly (a small treap would turn back
+        // into a vector).
+        match t {
+            EligTree::Big(tr) => {
+                assert!(tr.remove(&(20, 1, 1)));
+                assert!(!tr.remove(&(20, 1, 1)));
+            }
+            EligTree::Small(_) => {
+                assert!(t.remove(&(20, 1, 1)));
+                assert!(!t.remove(&(20, 1, 1)));
+            }
+        }
+        assert_eq!(t.first_eligible(|v| v <= 10), Some((40, 3, 3)));
+        assert_eq!(
+            t.iter().collect::<Vec<_>>(),
+            vec![(10, 0, 0), (30, 2, 2), (40, 3, 3)]
+        );
+        assert_eq!(t.len(), 3);
+    }
+
+    #[test]
+    fn agrees_with_a_sorted_scan_under_random_operations() {
+        let mut s = 12345u64;
+        let mut t = EligTree::default();
+        let mut list: Vec<(Key, i64)> = Vec::new();
+        for seq in 0..4000u64 {
+            // Growing and shrinking phases of 400 operations: the length
+            // swings between 0 and about 130, through the vector/treap turns.
+            let grow = (seq / 400) % 2 == 0;
+            if list.is_empty() || lcg(&mut s).is_multiple_of(3) != grow {
+                let key = ((lcg(&mut s) % 500) as i64, seq, (seq % 97) as usize);
+                let v = (lcg(&mut s) % 1000) as i64 - 500;
+                t.insert(key, v);
+                list.push((key, v));
+                list.sort();
+            } else {
+                let i = (lcg(&mut s) as usize) % list.len();
+                let (key, _) = list.remove(i);
+                assert!(t.remove(&key));
+            }
+            let th = (lcg(&mut s) % 1000) as i64 - 500;
+            let scan = list.iter().find(|(_, v)| *v <= th).map(|(k, _)| *k);
+            assert_eq!(t.first_eligible(|v| v <= th), scan);
+            assert_eq!(t.first(), list.first().map(|(k, _)| *k));
+            assert_eq!(t.len(), list.len());
+            if seq % 50 == 0 {
+                let keys: Vec<Key> = list.iter().map(|(k, _)| *k).collect();
+                assert_eq!(t.iter().collect::<Vec<_>>(), keys);
+            }
+        }
+        let keys: Vec<Key> = list.iter().map(|(k, _)| *k).collect();
+        assert_eq!(t.iter().collect::<Vec<_>>(), keys);
+    }
+}
