@@ -91,6 +91,11 @@ fn params() -> Vec<ParamDef> {
         default: "false",
         doc: "util_est (Linux 4.17+): tasks and runqueues count as max(util_avg, EWMA of the utilisation at each sleep) for placement, misfit, EAS and schedutil; off by default here to keep the pre-6.6 results",
     });
+    v.push(ParamDef {
+        name: "fits_at_fmax",
+        default: "false",
+        doc: "fit, misfit and over-utilisation compare with a CPU's capacity at its highest P-state, as the kernel's capacity_of (false: at its present P-state, the model of the earlier results)",
+    });
     v.extend(super::fam::params());
     v
 }
@@ -251,6 +256,7 @@ impl Cfs {
                 !pinned && p.bool("capacity_aware")?,
                 !pinned && p.bool("eas")?,
                 !pinned && p.bool("util_est")?,
+                p.bool("fits_at_fmax")?,
             ),
         })
     }

@@ -150,6 +150,11 @@ fn params() -> Vec<ParamDef> {
         default: "false",
         doc: "Energy Aware Scheduling of wake-ups (implies capacity_aware); on only with an energy model, asymmetric capacities and the schedutil governor, else off with a warning",
     });
+    v.push(ParamDef {
+        name: "fits_at_fmax",
+        default: "true",
+        doc: "fit, misfit and over-utilisation compare with a CPU's capacity at its highest P-state, as the kernel's capacity_of (false: at its present P-state, as cfs's entries by default)",
+    });
     v
 }
 
@@ -330,6 +335,7 @@ impl Eevdf {
             p.bool("capacity_aware")?,
             p.bool("eas")?,
             p.bool("util_est")?,
+            p.bool("fits_at_fmax")?,
         );
         Ok(Eevdf {
             name,

@@ -198,6 +198,10 @@ pub(in crate::policy) struct CapAware {
     /// PELT utilisation tracked at all (capacity awareness, or util_est for
     /// schedutil).
     pub(in crate::policy) track: bool,
+    /// Fit, misfit and over-utilisation compare with each CPU's capacity at
+    /// its highest P-state (the kernel's `capacity_of`), not the capacity
+    /// at its present P-state.
+    pub(in crate::policy) fits_at_fmax: bool,
     load: Vec<Load>,
     /// Per CPU: sum of the util_est EWMAs of its enqueued tasks.
     rq_est: Vec<u32>,
@@ -205,12 +209,19 @@ pub(in crate::policy) struct CapAware {
 }
 
 impl CapAware {
-    pub(in crate::policy) fn new(n: usize, capacity_aware: bool, eas: bool, util_est: bool) -> Self {
+    pub(in crate::policy) fn new(
+        n: usize,
+        capacity_aware: bool,
+        eas: bool,
+        util_est: bool,
+        fits_at_fmax: bool,
+    ) -> Self {
         CapAware {
             capacity_aware: capacity_aware || eas,
             eas,
             util_est,
             track: capacity_aware || eas,
+            fits_at_fmax,
             load: Vec::new(),
             rq_est: vec![0; n],
             board: None,
@@ -288,6 +299,18 @@ impl CapAware {
             u.max(self.ewma(t) as f64)
         } else {
             u
+        }
+    }
+
+    /// The capacity that fit checks use: at the highest P-state
+    /// (`capacity_of`) or at the present one.
+    pub(in crate::policy) fn fit_capacity(&self, cx: &Ctx, c: CpuId) -> u32 {
+        if self.fits_at_fmax {
+            let m = cx.machine;
+            let t = m.ty(c);
+            (m.compute_speed(c, 0, t.fmax(), false) / t.speedup(0) * 1024.0).round() as u32
+        } else {
+            cx.capacity(c)
         }
     }
 
@@ -380,7 +403,7 @@ impl CapAware {
             if !aff.contains(c) || !is_idle(c) {
                 continue;
             }
-            let cap = cx.capacity(c);
+            let cap = self.fit_capacity(cx, c);
             if util * FIT_MARGIN < cap as f64 {
                 return Some(c);
             }
@@ -402,7 +425,7 @@ impl CapAware {
         cpu: CpuId,
         is_idle: impl Fn(CpuId) -> bool,
     ) -> Option<CpuId> {
-        let cap = cx.capacity(cpu);
+        let cap = self.fit_capacity(cx, cpu);
         let util = if self.util_est {
             self.task_util(cx, t)
         } else {
@@ -413,8 +436,8 @@ impl CapAware {
         }
         let aff = &cx.task(t).affinity;
         (0..cx.ncpus())
-            .filter(|&c| aff.contains(c) && is_idle(c) && cx.capacity(c) > cap)
-            .max_by_key(|&c| (cx.capacity(c), std::cmp::Reverse(c)))
+            .filter(|&c| aff.contains(c) && is_idle(c) && self.fit_capacity(cx, c) > cap)
+            .max_by_key(|&c| (self.fit_capacity(cx, c), std::cmp::Reverse(c)))
     }
 
     /// Estimated power of frequency domain `d` with the given per-CPU
@@ -455,21 +478,21 @@ impl CapAware {
         utils: &[f64],
     ) -> Option<CpuId> {
         let n = cx.ncpus();
-        if (0..n).any(|c| utils[c] > OVERUTIL * cx.capacity(c) as f64) {
+        let caps: Vec<f64> = (0..n).map(|c| self.fit_capacity(cx, c) as f64).collect();
+        if (0..n).any(|c| utils[c] > OVERUTIL * caps[c]) {
             return None;
         }
         let tu = self.task_util(cx, t);
         let aff = &cx.task(t).affinity;
-        let fits = |c: CpuId| {
-            aff.contains(c) && cx.online(c) && (utils[c] + tu) * FIT_MARGIN < cx.capacity(c) as f64
-        };
+        let fits =
+            |c: CpuId| aff.contains(c) && cx.online(c) && (utils[c] + tu) * FIT_MARGIN < caps[c];
         let mut best: Option<(f64, bool, CpuId)> = None;
         for d in 0..cx.machine.domains.len() {
             let cpus = &cx.machine.domains[d].cpus;
             let mut cands: Vec<CpuId> = Vec::new();
             if let Some(c) = cpus.iter().copied().filter(|&c| fits(c)).max_by(|&a, &b| {
-                let sa = cx.capacity(a) as f64 - utils[a];
-                let sb = cx.capacity(b) as f64 - utils[b];
+                let sa = caps[a] - utils[a];
+                let sb = caps[b] - utils[b];
                 sa.partial_cmp(&sb)
                     .unwrap_or(std::cmp::Ordering::Equal)
                     .then(b.cmp(&a))
