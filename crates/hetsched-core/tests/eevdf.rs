@@ -235,8 +235,16 @@ fn eevdf_eas_with_schedutil_puts_light_tasks_on_little_cores() {
     let eas = go(&big_little("eevdf[eas=true]", "schedutil"));
     let plain = go(&big_little("eevdf", "schedutil"));
     assert!(eas_warning(&eas).is_none(), "{:?}", eas.warnings);
-    assert!(little_share(&eas) > 0.9, "EAS ran {:.2} on little", little_share(&eas));
-    assert!(little_share(&plain) < 0.5, "eevdf ran {:.2} on little", little_share(&plain));
+    assert!(
+        little_share(&eas) > 0.9,
+        "EAS ran {:.2} on little",
+        little_share(&eas)
+    );
+    assert!(
+        little_share(&plain) < 0.5,
+        "eevdf ran {:.2} on little",
+        little_share(&plain)
+    );
     assert!(eas.summary.energy_j < plain.summary.energy_j);
     // `linux` is the same stack.
     let linux = go(&big_little("linux", "schedutil"));
@@ -250,10 +258,15 @@ fn eas_is_gated_as_linux_gates_it_and_says_why() {
     let r = go(&big_little("eevdf[eas=true]", "performance"));
     let w = eas_warning(&r).expect("a warning");
     assert!(w.contains("the governor is not schedutil"), "{w}");
-    assert!(!w.contains("energy model") && !w.contains("asymmetric"), "{w}");
+    assert!(
+        !w.contains("energy model") && !w.contains("asymmetric"),
+        "{w}"
+    );
     // The same on cfs's `eas`.
     let r = go(&big_little("eas", "ondemand"));
-    assert!(eas_warning(&r).expect("a warning").contains("governor is not schedutil"));
+    assert!(eas_warning(&r)
+        .expect("a warning")
+        .contains("governor is not schedutil"));
     // Symmetric capacities: off, with the reason.
     let sym = |sched: &str, power: &str| {
         format!(
@@ -266,7 +279,10 @@ fn eas_is_gated_as_linux_gates_it_and_says_why() {
     };
     let r = go(&sym("eevdf[eas=true]", ""));
     let w = eas_warning(&r).expect("a warning");
-    assert!(w.contains("not asymmetric") && !w.contains("governor"), "{w}");
+    assert!(
+        w.contains("not asymmetric") && !w.contains("governor"),
+        "{w}"
+    );
     // No power at any P-state: no energy model.
     let none = "power = { dyn_w_per_v2ghz = 0.0, static_w_per_v = 0.0, idle_w = 0.0 }\n";
     let r = go(&sym("eevdf[eas=true]", none));
@@ -277,7 +293,9 @@ fn eas_is_gated_as_linux_gates_it_and_says_why() {
     assert!(go(&sym("linux", none)).warnings.is_empty());
     // `linux` where EAS could run but the governor is not schedutil: said.
     let r = go(&big_little("linux", "performance"));
-    assert!(eas_warning(&r).expect("a warning").contains("governor is not schedutil"));
+    assert!(eas_warning(&r)
+        .expect("a warning")
+        .contains("governor is not schedutil"));
 }
 
 #[test]
@@ -301,7 +319,10 @@ fn eevdf_capacity_aware_moves_a_misfit_to_the_big_core() {
         )
     };
     let (big, little) = job(&go(&text("eevdf[capacity_aware=true]")));
-    assert!(big > 0.0 && little > 0.0 && big > little, "big {big} little {little}");
+    assert!(
+        big > 0.0 && little > 0.0 && big > little,
+        "big {big} little {little}"
+    );
     let (big, _) = job(&go(&text("eevdf")));
     assert_eq!(big, 0.0);
 }

@@ -441,7 +441,10 @@ impl Scheduler for Cfs {
         }
         if self.cap.capacity_aware && matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
             let start = prev_ok.unwrap_or(0);
-            if let Some(c) = self.cap.select_idle_capacity(cx, t, start, |c| self.is_idle(cx, c)) {
+            if let Some(c) = self
+                .cap
+                .select_idle_capacity(cx, t, start, |c| self.is_idle(cx, c))
+            {
                 return c;
             }
         }

@@ -780,11 +780,7 @@ impl Eevdf {
     /// entities (delayed ones left out, as their util_est left at sleep).
     fn cpu_util(&self, cx: &Ctx, cpu: CpuId) -> f64 {
         let rq = &self.rqs[cpu];
-        let queued = rq
-            .tree
-            .iter()
-            .map(|e| e.2)
-            .filter(|&t| !self.se[t].delayed);
+        let queued = rq.tree.iter().map(|e| e.2).filter(|&t| !self.se[t].delayed);
         self.cap.cpu_util(cx, cpu, queued, rq.curr)
     }
 }
@@ -863,9 +859,9 @@ impl Scheduler for Eevdf {
         }
         if self.cap.capacity_aware && matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
             let start = prev_ok.unwrap_or(0);
-            if let Some(c) =
-                self.cap
-                    .select_idle_capacity(cx, t, start, |c| self.bal.is_idle(cx, c))
+            if let Some(c) = self
+                .cap
+                .select_idle_capacity(cx, t, start, |c| self.bal.is_idle(cx, c))
             {
                 return c;
             }

@@ -30,9 +30,9 @@
 
 use super::fair::cap::UtilBoard;
 use super::{About, Ctx, Governor, ParamDef, Params, PolicySpec};
-use std::sync::Arc;
 use crate::hw::{CpuType, Machine};
 use crate::time::SimTime;
+use std::sync::Arc;
 
 /// Registry entry of `performance`.
 pub fn performance_info() -> About {

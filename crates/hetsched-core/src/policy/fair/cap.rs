@@ -155,7 +155,9 @@ struct Load {
 pub(in crate::policy) fn eas_missing(m: &Machine, schedutil: bool) -> Vec<&'static str> {
     let mut out = Vec::new();
     if !has_energy_model(m) {
-        out.push("the machine has no energy model (a power above 0 at every P-state of every CPU type)");
+        out.push(
+            "the machine has no energy model (a power above 0 at every P-state of every CPU type)",
+        );
     }
     if !asymmetric(m) {
         out.push("the CPU capacities are not asymmetric (every CPU has the same capacity)");
