@@ -36,6 +36,10 @@ def test_list_policies_shows_eevdf_and_its_features(monkeypatch, capsys) -> None
         "base_slice_ms",
         "balance",
         "busy_factor",
+        "util_est",
+        "capacity_aware",
+        "eas",
+        "fits_at_fmax",
     }
 
 

@@ -199,3 +199,130 @@ fn features_off_still_run_fairly() {
     let (a, b) = (r.tasks[0].run_s, r.tasks[1].run_s);
     assert!((a - b).abs() < 0.01, "{a} vs {b}");
 }
+
+// ------------------------------------------------ capacity awareness and EAS
+
+/// Light periodic threads and one heavy sequential thread on big-little-4+4.
+fn big_little(sched: &str, gov: &str) -> String {
+    format!(
+        "duration_s = 2\nscheduler = \"{sched}\"\ngovernor = \"{gov}\"\n\
+         machine.preset = \"big-little-4+4\"\nmachine.platform_base_w = 0.0\n\
+         [[workload.programs]]\nname = \"ui\"\nkind = \"phases\"\nthreads = 4\nloops = 100\n\
+         phases = [{{ compute_ms = 1 }}, {{ sleep_ms = 19 }}]\n"
+    )
+}
+
+/// The share of the run time spent on little cores.
+fn little_share(r: &hetsched_core::metrics::RunResults) -> f64 {
+    r.tasks
+        .iter()
+        .map(|t| t.run_s_by_type.get("little").copied().unwrap_or(0.0))
+        .sum::<f64>()
+        / r.tasks.iter().map(|t| t.run_s).sum::<f64>()
+}
+
+fn eas_warning(r: &hetsched_core::metrics::RunResults) -> Option<&String> {
+    r.warnings
+        .iter()
+        .find(|w| w.contains("Energy Aware Scheduling is off"))
+}
+
+#[test]
+fn eevdf_eas_with_schedutil_puts_light_tasks_on_little_cores() {
+    // As on cfs (tests/engine.rs): 1 ms every 20 ms is ~50 of 1024, which a
+    // little core at its lowest P-state runs for half the energy per unit of
+    // work of a big one. Plain eevdf keeps them on the big cores they start on.
+    let eas = go(&big_little("eevdf[eas=true]", "schedutil"));
+    let plain = go(&big_little("eevdf", "schedutil"));
+    assert!(eas_warning(&eas).is_none(), "{:?}", eas.warnings);
+    assert!(
+        little_share(&eas) > 0.9,
+        "EAS ran {:.2} on little",
+        little_share(&eas)
+    );
+    assert!(
+        little_share(&plain) < 0.5,
+        "eevdf ran {:.2} on little",
+        little_share(&plain)
+    );
+    assert!(eas.summary.energy_j < plain.summary.energy_j);
+    // `linux` is the same stack.
+    let linux = go(&big_little("linux", "schedutil"));
+    assert!(linux.warnings.is_empty(), "{:?}", linux.warnings);
+    assert_eq!(linux.summary.energy_j, eas.summary.energy_j);
+}
+
+#[test]
+fn eas_is_gated_as_linux_gates_it_and_says_why() {
+    // Not schedutil: off, with the reason.
+    let r = go(&big_little("eevdf[eas=true]", "performance"));
+    let w = eas_warning(&r).expect("a warning");
+    assert!(w.contains("the governor is not schedutil"), "{w}");
+    assert!(
+        !w.contains("energy model") && !w.contains("asymmetric"),
+        "{w}"
+    );
+    // The same on cfs's `eas`.
+    let r = go(&big_little("eas", "ondemand"));
+    assert!(eas_warning(&r)
+        .expect("a warning")
+        .contains("governor is not schedutil"));
+    // Symmetric capacities: off, with the reason.
+    let sym = |sched: &str, power: &str| {
+        format!(
+            "duration_s = 0.2\nscheduler = \"{sched}\"\ngovernor = \"schedutil\"\n\
+             [machine.types.c]\ncapacity = 1024\n\
+             pstates = [{{ mhz = 1000, volt = 0.8 }}, {{ mhz = 2000, volt = 1.0 }}]\n{power}\
+             [[machine.clusters]]\ntype = \"c\"\ncores = 2\n\
+             [[workload.programs]]\nkind = \"sequential\"\nwork_ms = 10\n"
+        )
+    };
+    let r = go(&sym("eevdf[eas=true]", ""));
+    let w = eas_warning(&r).expect("a warning");
+    assert!(
+        w.contains("not asymmetric") && !w.contains("governor"),
+        "{w}"
+    );
+    // No power at any P-state: no energy model.
+    let none = "power = { dyn_w_per_v2ghz = 0.0, static_w_per_v = 0.0, idle_w = 0.0 }\n";
+    let r = go(&sym("eevdf[eas=true]", none));
+    let w = eas_warning(&r).expect("a warning");
+    assert!(w.contains("no energy model"), "{w}");
+    // `linux` on a machine without asymmetry or energy model: EAS is simply
+    // not there, as on a Linux desktop; no warning.
+    assert!(go(&sym("linux", none)).warnings.is_empty());
+    // `linux` where EAS could run but the governor is not schedutil: said.
+    let r = go(&big_little("linux", "performance"));
+    assert!(eas_warning(&r)
+        .expect("a warning")
+        .contains("governor is not schedutil"));
+}
+
+#[test]
+fn eevdf_capacity_aware_moves_a_misfit_to_the_big_core() {
+    // A job that must start on a little core (its big core is busy for
+    // 100 ms) grows past 80 % of the little core's capacity and moves to the
+    // big core at a tick once the big core is free; plain eevdf leaves it.
+    let text = |sched: &str| {
+        format!(
+            "duration_s = 5\nscheduler = \"{sched}\"\nmachine.preset = \"big-little-4+4\"\n\
+             [[workload.programs]]\nname = \"hog\"\nkind = \"sequential\"\nwork_ms = 100\naffinity = [3]\n\
+             [[workload.programs]]\nname = \"job\"\nkind = \"sequential\"\nwork_ms = 1000\n\
+             affinity = [3, 4]\nstart_ms = 1\n"
+        )
+    };
+    let job = |r: &hetsched_core::metrics::RunResults| -> (f64, f64) {
+        let t = r.tasks.iter().find(|t| t.program == "job").expect("job");
+        (
+            t.run_s_by_type.get("big").copied().unwrap_or(0.0),
+            t.run_s_by_type.get("little").copied().unwrap_or(0.0),
+        )
+    };
+    let (big, little) = job(&go(&text("eevdf[capacity_aware=true]")));
+    assert!(
+        big > 0.0 && little > 0.0 && big > little,
+        "big {big} little {little}"
+    );
+    let (big, _) = job(&go(&text("eevdf")));
+    assert_eq!(big, 0.0);
+}

@@ -40,6 +40,7 @@
 //! PELT average; cache-hot and NUMA-fault heuristics are not modelled; no
 //! group scheduling (every task is a top-level entity).
 
+use super::fair::cap::CapAware;
 use super::fair::{self, calc_delta_fair, mul_div, Balancer, FairQueues, Timeline};
 use super::fam::FaultMigrate;
 use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
@@ -83,7 +84,17 @@ fn params() -> Vec<ParamDef> {
     v.push(ParamDef {
         name: "eas",
         default: "false",
-        doc: "Energy Aware Scheduling of wake-ups (Linux sched-energy; implies capacity_aware)",
+        doc: "Energy Aware Scheduling of wake-ups (Linux sched-energy; implies capacity_aware); on only with an energy model, asymmetric capacities and the schedutil governor, else off with a warning",
+    });
+    v.push(ParamDef {
+        name: "util_est",
+        default: "false",
+        doc: "util_est (Linux 4.17+): tasks and runqueues count as max(util_avg, EWMA of the utilisation at each sleep) for placement, misfit, EAS and schedutil; off by default here to keep the pre-6.6 results",
+    });
+    v.push(ParamDef {
+        name: "fits_at_fmax",
+        default: "false",
+        doc: "fit, misfit and over-utilisation compare with a CPU's capacity at its highest P-state, as the kernel's capacity_of (false: at its present P-state, the model of the earlier results)",
     });
     v.extend(super::fam::params());
     v
@@ -125,21 +136,6 @@ pub fn eas_info() -> About {
     }
 }
 
-/// A CPU is over-utilised above this fraction of its capacity; EAS is off
-/// while any CPU is (the kernel's `cpu_overutilized`, 80%).
-const OVERUTIL: f64 = 0.8;
-
-/// PELT half-life (ms): a contribution loses half its weight every 32 ms.
-const PELT_HALFLIFE_MS: f64 = 32.0;
-/// A task fits a CPU when its utilisation × 1.25 is below the capacity
-/// (the kernel's `fits_capacity`, a 20% margin).
-const FIT_MARGIN: f64 = 1.25;
-
-/// Decay factor of PELT over `dt`.
-fn pelt_decay(dt: SimTime) -> f64 {
-    0.5f64.powf(dt.0 as f64 * 1e-6 / PELT_HALFLIFE_MS)
-}
-
 /// Registry entry of `cfs`.
 pub fn info() -> About {
     About {
@@ -171,10 +167,6 @@ struct Se {
     weight: u64,
     queued: bool,
     seen: bool,
-    /// PELT-like utilisation, 0..1024, capacity and frequency invariant.
-    util: f64,
-    /// When `util` was last brought up to date.
-    util_at: SimTime,
 }
 
 /// Per-CPU runqueue.
@@ -197,8 +189,8 @@ pub struct Cfs {
     /// Per-CPU counts, placement and balancing, shared with `eevdf`.
     bal: Balancer,
     fam: FaultMigrate,
-    capacity_aware: bool,
-    eas: bool,
+    /// Load tracking, capacity awareness and EAS, shared with `eevdf`.
+    cap: CapAware,
 }
 
 impl Cfs {
@@ -259,9 +251,13 @@ impl Cfs {
             se: Vec::new(),
             bal: Balancer::new(m, balance, busy_factor),
             fam,
-            capacity_aware: !pinned && (p.bool("capacity_aware")? || p.bool("eas")?),
-            // EAS needs asymmetric CPUs (as the kernel's sched_energy_present).
-            eas: !pinned && p.bool("eas")? && m.types.len() > 1,
+            cap: CapAware::new(
+                n,
+                !pinned && p.bool("capacity_aware")?,
+                !pinned && p.bool("eas")?,
+                !pinned && p.bool("util_est")?,
+                p.bool("fits_at_fmax")?,
+            ),
         })
     }
 
@@ -364,132 +360,15 @@ impl Cfs {
         let away = rq.curr.is_some_and(|t| self.fam.is_away(t));
         // Capacity awareness checks for misfits on every busy CPU's tick, as
         // the kernel's NO_HZ_IDLE ticks every busy CPU.
-        let misfit_watch = self.capacity_aware && rq.curr.is_some();
+        let misfit_watch = self.cap.capacity_aware && rq.curr.is_some();
         cx.want_tick(cpu, self.bal.nr[cpu] >= 2 || away || misfit_watch);
     }
 
-    /// Bring `t`'s utilisation up to `now`; `running_on` is the CPU it ran on
-    /// since the last update, if it ran.
-    fn update_util(&mut self, cx: &Ctx, t: TaskId, running_on: Option<CpuId>) {
-        let now = cx.now;
-        let contrib = running_on.map(|c| cx.capacity(c) as f64).unwrap_or(0.0);
-        let se = &mut self.se[t];
-        let decay = pelt_decay(now.since(se.util_at));
-        se.util = se.util * decay + contrib * (1.0 - decay);
-        se.util_at = now;
-    }
-
-    /// `t`'s utilisation decayed to now (no update).
-    fn util_now(&self, cx: &Ctx, t: TaskId) -> f64 {
-        match self.se.get(t) {
-            Some(se) if se.seen => se.util * pelt_decay(cx.now.since(se.util_at)),
-            _ => 512.0, // a new task (see `enqueue`)
-        }
-    }
-
-    /// Capacity-aware wake-up placement (`select_idle_capacity`): the first
-    /// idle CPU, scanning from `start`, where the task fits; else the idle
-    /// CPU with the most capacity; else none.
-    fn select_idle_capacity(&self, cx: &Ctx, t: TaskId, start: CpuId) -> Option<CpuId> {
-        let util = self.util_now(cx, t);
-        let aff = &cx.task(t).affinity;
-        let n = cx.ncpus();
-        let mut biggest: Option<(u32, CpuId)> = None;
-        for i in 0..n {
-            let c = (start + i) % n;
-            if !aff.contains(c) || !self.is_idle(cx, c) {
-                continue;
-            }
-            let cap = cx.capacity(c);
-            if util * FIT_MARGIN < cap as f64 {
-                return Some(c);
-            }
-            if biggest.is_none_or(|(bc, _)| cap > bc) {
-                biggest = Some((cap, c));
-            }
-        }
-        biggest.map(|b| b.1)
-    }
-
-    /// Utilisation of `cpu`: the sum over its queued and running tasks.
+    /// Utilisation of `cpu`: its queued and running tasks' (`cpu_util`).
     fn cpu_util(&self, cx: &Ctx, cpu: CpuId) -> f64 {
         let rq = &self.rqs[cpu];
-        let queued: f64 = rq.timeline.iter().map(|(_, t)| self.util_now(cx, t)).sum();
-        queued + rq.curr.map(|t| self.util_now(cx, t)).unwrap_or(0.0)
-    }
-
-    /// Estimated power of frequency domain `d` with the given per-CPU
-    /// utilisations (the kernel's `em_cpu_energy`): at the lowest P-state
-    /// whose capacity covers 1.25 × the highest utilisation (what schedutil
-    /// picks), each CPU draws that P-state's busy power for the fraction of
-    /// time its utilisation keeps it busy.
-    fn domain_power(&self, cx: &Ctx, d: usize, util: &dyn Fn(CpuId) -> f64) -> f64 {
-        let m = cx.machine;
-        let dom = &m.domains[d];
-        let ty = &m.types[dom.ty];
-        let max_util = dom.cpus.iter().map(|&c| util(c)).fold(0.0, f64::max);
-        let need = FIT_MARGIN * max_util;
-        let fmax = ty.fmax() as f64;
-        let ps = ty
-            .pstates
-            .iter()
-            .find(|p| ty.capacity as f64 * p.mhz as f64 / fmax >= need)
-            .unwrap_or_else(|| ty.pstates.last().expect("a type has P-states"));
-        let cap = ty.capacity as f64 * ps.mhz as f64 / fmax;
-        let power = crate::hw::busy_power(ty, ps, 1.0, 1.0);
-        dom.cpus
-            .iter()
-            .map(|&c| power * (util(c).min(cap) / cap))
-            .sum()
-    }
-
-    /// `find_energy_efficient_cpu`: for each frequency domain, the allowed
-    /// CPU with the most spare capacity where the task fits (and the previous
-    /// CPU); the one that adds the least estimated power wins. `None` when
-    /// EAS does not apply (over-utilised system, or nothing fits).
-    fn find_energy_efficient_cpu(&self, cx: &Ctx, t: TaskId, prev: Option<CpuId>) -> Option<CpuId> {
-        let n = cx.ncpus();
-        let utils: Vec<f64> = (0..n).map(|c| self.cpu_util(cx, c)).collect();
-        if (0..n).any(|c| utils[c] > OVERUTIL * cx.capacity(c) as f64) {
-            return None;
-        }
-        let tu = self.util_now(cx, t);
-        let aff = &cx.task(t).affinity;
-        let fits = |c: CpuId| {
-            aff.contains(c) && cx.online(c) && (utils[c] + tu) * FIT_MARGIN < cx.capacity(c) as f64
-        };
-        let mut best: Option<(f64, bool, CpuId)> = None;
-        for d in 0..cx.machine.domains.len() {
-            let cpus = &cx.machine.domains[d].cpus;
-            let mut cands: Vec<CpuId> = Vec::new();
-            if let Some(c) = cpus.iter().copied().filter(|&c| fits(c)).max_by(|&a, &b| {
-                let sa = cx.capacity(a) as f64 - utils[a];
-                let sb = cx.capacity(b) as f64 - utils[b];
-                sa.partial_cmp(&sb)
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then(b.cmp(&a))
-            }) {
-                cands.push(c);
-            }
-            if let Some(p) = prev.filter(|p| cpus.contains(p) && fits(*p) && !cands.contains(p)) {
-                cands.push(p);
-            }
-            if cands.is_empty() {
-                continue;
-            }
-            let base = self.domain_power(cx, d, &|c| utils[c]);
-            for c in cands {
-                let with = self.domain_power(cx, d, &|x| utils[x] + if x == c { tu } else { 0.0 });
-                // Ties favour the previous CPU (cache), then the lowest id.
-                let key = (with - base, Some(c) != prev, c);
-                if best.is_none_or(|b| {
-                    key.0 < b.0 - 1e-12 || (key.0 <= b.0 + 1e-12 && (key.1, key.2) < (b.1, b.2))
-                }) {
-                    best = Some(key);
-                }
-            }
-        }
-        best.map(|b| b.2)
+        self.cap
+            .cpu_util(cx, cpu, rq.timeline.iter().map(|(_, t)| t), rq.curr)
     }
 
     fn idlest(&self, cx: &Ctx, t: TaskId) -> CpuId {
@@ -525,6 +404,7 @@ impl FairQueues for Cfs {
         self.remove(t, src);
         self.renormalise(t, dst);
         self.insert(t, dst);
+        self.cap.est_enqueue(t, dst);
         cx.migrate(t, dst);
         self.sync_tick(cx, src);
         self.sync_tick(cx, dst);
@@ -534,6 +414,11 @@ impl FairQueues for Cfs {
 impl Scheduler for Cfs {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        let who = self.name.clone();
+        self.cap.start(cx, &who, false);
     }
 
     fn select_cpu(
@@ -548,13 +433,18 @@ impl Scheduler for Cfs {
         if self.pinned {
             return prev_ok.unwrap_or_else(|| self.idlest(cx, t));
         }
-        if self.eas && flags == EnqFlags::Wakeup {
-            if let Some(c) = self.find_energy_efficient_cpu(cx, t, prev_ok) {
+        if self.cap.eas && flags == EnqFlags::Wakeup {
+            let utils: Vec<f64> = (0..cx.ncpus()).map(|c| self.cpu_util(cx, c)).collect();
+            if let Some(c) = self.cap.find_energy_efficient_cpu(cx, t, prev_ok, &utils) {
                 return c;
             }
         }
-        if self.capacity_aware && matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
-            if let Some(c) = self.select_idle_capacity(cx, t, prev_ok.unwrap_or(0)) {
+        if self.cap.capacity_aware && matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
+            let start = prev_ok.unwrap_or(0);
+            if let Some(c) = self
+                .cap
+                .select_idle_capacity(cx, t, start, |c| self.is_idle(cx, c))
+            {
                 return c;
             }
         }
@@ -572,17 +462,15 @@ impl Scheduler for Cfs {
             if first {
                 se.seen = true;
                 se.frame = cpu;
-                // A new task starts at half the maximum utilisation (the
-                // kernel's post_init_entity_util_avg on an idle system).
-                se.util = 512.0;
-                se.util_at = now;
             }
             first
         };
+        self.cap.first_seen(t, now);
         self.renormalise(t, cpu);
-        if self.capacity_aware && !first {
-            self.update_util(cx, t, None);
+        if self.cap.track && !first {
+            self.cap.update(cx, t, None);
         }
+        self.cap.est_enqueue(t, cpu);
         let min_vr = self.rqs[cpu].min_vruntime;
         match flags {
             EnqFlags::New => {
@@ -635,8 +523,8 @@ impl Scheduler for Cfs {
         }
         self.rqs[cpu].curr = Some(t);
         self.update_min_vruntime(cpu);
-        if self.capacity_aware {
-            self.update_util(cx, t, None); // it waited, runnable, until now
+        if self.cap.track {
+            self.cap.update(cx, t, None); // it waited, runnable, until now
         }
         self.sync_tick(cx, cpu);
         Some(t)
@@ -646,11 +534,15 @@ impl Scheduler for Cfs {
         fair::newidle_balance(self, cx, cpu);
     }
 
-    fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, _runnable: bool) {
+    fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, runnable: bool) {
         let now = cx.now;
         self.update_curr(cpu, now);
-        if self.capacity_aware {
-            self.update_util(cx, t, Some(cpu));
+        if runnable {
+            if self.cap.track {
+                self.cap.update(cx, t, Some(cpu));
+            }
+        } else {
+            self.cap.sleep(cx, t, cpu);
         }
         let w = self.se[t].weight;
         let rq = &mut self.rqs[cpu];
@@ -667,21 +559,14 @@ impl Scheduler for Cfs {
         if self.rqs[cpu].curr != Some(t) {
             return;
         }
-        if self.capacity_aware {
-            self.update_util(cx, t, Some(cpu));
-            // Misfit (the kernel's update_misfit_status): the task no longer
-            // fits this CPU; move it to an idle CPU with more capacity, the
-            // biggest first (active balancing of a misfit task).
-            let cap = cx.capacity(cpu);
-            if self.se[t].util * FIT_MARGIN > cap as f64 {
-                let aff = cx.task(t).affinity.clone();
-                let dst = (0..cx.ncpus())
-                    .filter(|&c| aff.contains(c) && self.is_idle(cx, c) && cx.capacity(c) > cap)
-                    .max_by_key(|&c| (cx.capacity(c), std::cmp::Reverse(c)));
-                if let Some(dst) = dst {
-                    cx.migrate(t, dst);
-                    return;
-                }
+        if self.cap.track {
+            self.cap.update(cx, t, Some(cpu));
+        }
+        if self.cap.capacity_aware {
+            // Misfit: the task no longer fits this CPU.
+            if let Some(dst) = self.cap.misfit_target(cx, t, cpu, |c| self.is_idle(cx, c)) {
+                cx.migrate(t, dst);
+                return;
             }
         }
         if self.bal.nr[cpu] >= 2 {

@@ -74,6 +74,7 @@
 //! `h_nr_runnable`), and an exiting task that was delayed leaves the queue
 //! at the CPU's next pick or enqueue (the kernel's `task_dead_fair`).
 
+use super::fair::cap::CapAware;
 use super::fair::{self, calc_delta_fair, Balancer, FairQueues};
 #[path = "eevdf_tree.rs"]
 mod tree;
@@ -156,6 +157,26 @@ fn params() -> Vec<ParamDef> {
         default: "16",
         doc: "periodic-balance interval multiplier on busy CPUs",
     });
+    v.push(ParamDef {
+        name: "util_est",
+        default: "true",
+        doc: "UTIL_EST: tasks and runqueues count as max(util_avg, EWMA of the utilisation at each sleep) for placement, misfit, EAS and schedutil",
+    });
+    v.push(ParamDef {
+        name: "capacity_aware",
+        default: "false",
+        doc: "capacity-aware wake-up placement and misfit migration (Linux sched-capacity), as on cfs",
+    });
+    v.push(ParamDef {
+        name: "eas",
+        default: "false",
+        doc: "Energy Aware Scheduling of wake-ups (implies capacity_aware); on only with an energy model, asymmetric capacities and the schedutil governor, else off with a warning",
+    });
+    v.push(ParamDef {
+        name: "fits_at_fmax",
+        default: "true",
+        doc: "fit, misfit and over-utilisation compare with a CPU's capacity at its highest P-state, as the kernel's capacity_of (false: at its present P-state, as cfs's entries by default)",
+    });
     v
 }
 
@@ -163,8 +184,26 @@ fn params() -> Vec<ParamDef> {
 pub fn info() -> About {
     About {
         name: "eevdf",
-        doc: "Linux 6.12's fair class (EEVDF): eligibility by lag, earliest virtual deadline first, lag-preserving placement, delayed dequeue, custom slices; wake-up placement and load balancing shared with cfs",
+        doc: "Linux 6.12's fair class (EEVDF): eligibility by lag, earliest virtual deadline first, lag-preserving placement, delayed dequeue, custom slices, util_est; wake-up placement and load balancing shared with cfs; capacity awareness and EAS as parameters",
         params: params(),
+    }
+}
+
+/// Registry entry of `linux`.
+pub fn linux_info() -> About {
+    let params = params()
+        .into_iter()
+        .map(|mut p| {
+            if p.name == "capacity_aware" || p.name == "eas" {
+                p.default = "true";
+            }
+            p
+        })
+        .collect();
+    About {
+        name: "linux",
+        doc: "Today's Linux (6.12) fair class as distributions ship it: eevdf with util_est, capacity awareness and misfit migration, and EAS where the kernel enables it (an energy model and asymmetric capacities; use governor = \"schedutil\", which EAS needs)",
+        params,
     }
 }
 
@@ -259,6 +298,11 @@ pub struct Eevdf {
     rqs: Vec<Rq>,
     se: Vec<Se>,
     bal: Balancer,
+    /// Load tracking, util_est, capacity awareness and EAS (`fair::cap`).
+    cap: CapAware,
+    /// Built as `linux`: EAS is off without a word where the machine does
+    /// not support it.
+    linux: bool,
 }
 
 /// `⌊a / b⌋` for `b > 0` (the kernel's `avg -= load - 1` before `div_s64`).
@@ -286,8 +330,13 @@ pub const SLICE_MAX_NS: u64 = 100_000_000;
 impl Eevdf {
     /// Build from a parsed spec.
     pub fn from_params(ps: &PolicySpec, m: &Machine) -> Result<Eevdf, String> {
-        let defs = params();
-        let p = Params::new("eevdf", &ps.params, &defs)?;
+        let linux = ps.name == "linux";
+        let (entry, defs) = if linux {
+            ("linux", linux_info().params)
+        } else {
+            ("eevdf", params())
+        };
+        let p = Params::new(entry, &ps.params, &defs)?;
         let base_slice = if p.given("base_slice_ms") {
             (p.f64("base_slice_ms", 0.1, 100.0)? * 1e6).round() as u64
         } else {
@@ -306,12 +355,19 @@ impl Eevdf {
         };
         let balance = p.bool("balance")?;
         let busy_factor = p.f64("busy_factor", 1.0, 1024.0)? as u64;
-        let mut name = String::from("eevdf");
+        let mut name = String::from(entry);
         if !ps.params.is_empty() {
             let parts: Vec<String> = ps.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            name = format!("eevdf[{}]", parts.join(","));
+            name = format!("{entry}[{}]", parts.join(","));
         }
         let n = m.ncpus();
+        let cap = CapAware::new(
+            n,
+            p.bool("capacity_aware")?,
+            p.bool("eas")?,
+            p.bool("util_est")?,
+            p.bool("fits_at_fmax")?,
+        );
         Ok(Eevdf {
             name,
             f,
@@ -320,6 +376,8 @@ impl Eevdf {
             rqs: vec![Rq::default(); n],
             se: Vec::new(),
             bal: Balancer::new(m, balance, busy_factor),
+            cap,
+            linux,
         })
     }
 
@@ -737,7 +795,9 @@ impl Eevdf {
     }
 
     fn sync_tick(&mut self, cx: &mut Ctx, cpu: CpuId) {
-        let on = self.rqs[cpu].nr_running >= 2;
+        // Capacity awareness checks for misfits on every busy CPU's tick.
+        let misfit_watch = self.cap.capacity_aware && self.rqs[cpu].curr.is_some();
+        let on = self.rqs[cpu].nr_running >= 2 || misfit_watch;
         if on != self.rqs[cpu].ticking {
             // Ticks stop or start now: charge the running entity so far under
             // the old rule.
@@ -789,6 +849,16 @@ impl Eevdf {
     }
 }
 
+impl Eevdf {
+    /// Utilisation of `cpu` (`cpu_util`): its running and queued runnable
+    /// entities (delayed ones left out, as their util_est left at sleep).
+    fn cpu_util(&self, cx: &Ctx, cpu: CpuId) -> f64 {
+        let rq = &self.rqs[cpu];
+        let queued = rq.tree.iter().map(|e| e.2).filter(|&t| !self.se[t].delayed);
+        self.cap.cpu_util(cx, cpu, queued, rq.curr)
+    }
+}
+
 impl FairQueues for Eevdf {
     fn bal(&self) -> &Balancer {
         &self.bal
@@ -822,6 +892,7 @@ impl FairQueues for Eevdf {
         let resched = self.update_curr(dst, now);
         self.place_entity(dst, t, false);
         self.attach(dst, t);
+        self.cap.est_enqueue(t, dst);
         cx.migrate(t, dst);
         if resched {
             cx.resched(dst);
@@ -856,7 +927,27 @@ impl Scheduler for Eevdf {
         }
         let aff = &cx.task(t).affinity;
         let prev_ok = prev.filter(|&p| aff.contains(p) && cx.online(p));
+        if self.cap.eas && flags == EnqFlags::Wakeup {
+            let utils: Vec<f64> = (0..cx.ncpus()).map(|c| self.cpu_util(cx, c)).collect();
+            if let Some(c) = self.cap.find_energy_efficient_cpu(cx, t, prev_ok, &utils) {
+                return c;
+            }
+        }
+        if self.cap.capacity_aware && matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
+            let start = prev_ok.unwrap_or(0);
+            if let Some(c) = self
+                .cap
+                .select_idle_capacity(cx, t, start, |c| self.bal.is_idle(cx, c))
+            {
+                return c;
+            }
+        }
         self.bal.place(cx, t, prev_ok, flags)
+    }
+
+    fn init(&mut self, cx: &mut Ctx) {
+        let who = self.name.clone();
+        self.cap.start(cx, &who, self.linux);
     }
 
     fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, flags: EnqFlags) {
@@ -880,6 +971,11 @@ impl Scheduler for Eevdf {
                 se.weight = weight;
             }
         }
+        let first = self.cap.first_seen(t, now);
+        if self.cap.track && !first {
+            self.cap.update(cx, t, None);
+        }
+        self.cap.est_enqueue(t, cpu);
         let resched = self.update_curr(cpu, now);
         let (delayed, on_rq, old) = {
             let se = &self.se[t];
@@ -952,6 +1048,9 @@ impl Scheduler for Eevdf {
         self.purge_exited(cx, cpu);
         let prev = self.rqs[cpu].prev;
         let picked = self.pick_entity(cpu, cx.now);
+        if let Some(t) = picked.filter(|_| self.cap.track) {
+            self.cap.update(cx, t, None); // it waited, runnable, until now
+        }
         self.sync_tick(cx, cpu);
         // `__schedule` clears the slice-end timer; a switch to another task
         // arms it again (`__set_next_task_fair`), a task picked again runs on
@@ -968,6 +1067,13 @@ impl Scheduler for Eevdf {
     }
 
     fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, runnable: bool) {
+        if runnable {
+            if self.cap.track {
+                self.cap.update(cx, t, Some(cpu));
+            }
+        } else {
+            self.cap.sleep(cx, t, cpu);
+        }
         self.stop_entity(cpu, t, cx.now, runnable);
         self.sync_tick(cx, cpu);
         self.hrtick_clear(cx, cpu);
@@ -998,6 +1104,19 @@ impl Scheduler for Eevdf {
     fn tick(&mut self, cx: &mut Ctx, cpu: CpuId, t: TaskId) {
         if self.rqs[cpu].curr != Some(t) {
             return;
+        }
+        if self.cap.track {
+            self.cap.update(cx, t, Some(cpu));
+        }
+        if self.cap.capacity_aware {
+            // Misfit: the task no longer fits this CPU.
+            let dst = self
+                .cap
+                .misfit_target(cx, t, cpu, |c| self.bal.is_idle(cx, c));
+            if let Some(dst) = dst {
+                cx.migrate(t, dst);
+                return;
+            }
         }
         if self.update_curr(cpu, cx.now) {
             cx.resched(cpu);

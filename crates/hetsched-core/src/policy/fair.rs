@@ -11,10 +11,13 @@
 //! [`FairQueues`], which queued tasks may move and moves them.
 //!
 //! The balancing rules are documented in `cfs.rs` (module doc) and in
-//! `docs/policies.md`.
+//! `docs/policies.md`. Load tracking (PELT, util_est), capacity awareness,
+//! misfit migration and EAS, also shared, are in [`cap`].
 
 use super::{Ctx, EnqFlags};
 use crate::hw::{CpuId, Machine};
+
+pub(in crate::policy) mod cap;
 use crate::os::TaskId;
 use crate::time::SimTime;
 use std::collections::BTreeSet;

@@ -28,9 +28,11 @@
 //! sampling is deferred while a CPU sleeps; the simulator samples exactly on
 //! time, so the idle time of one evaluation never exceeds its interval.
 
+use super::fair::cap::UtilBoard;
 use super::{About, Ctx, Governor, ParamDef, Params, PolicySpec};
 use crate::hw::{CpuType, Machine};
 use crate::time::SimTime;
+use std::sync::Arc;
 
 /// Registry entry of `performance`.
 pub fn performance_info() -> About {
@@ -718,7 +720,14 @@ pub fn schedutil_info() -> About {
 /// clamped to `[fmin, fmax]` and resolved with `CPUFREQ_RELATION_L`, the
 /// lowest P-state at or above it (`cpufreq_driver_resolve_freq()`); it is
 /// requested only when it differs from the last one (`sugov_update_next_freq()`).
-/// The 1.25 puts the tipping point at 80 % utilisation. Left out: iowait
+/// The 1.25 puts the tipping point at 80 % utilisation.
+///
+/// util_est (`cpu_util_cfs_boost()` → `cpu_util()`): when the scheduler
+/// keeps util_est (`eevdf` by default, `cfs`'s entries with `util_est=true`)
+/// a CPU's utilisation is `max(util, Σ util_est of its runqueue / its
+/// capacity)`, so a task that wakes up with a large estimate raises the
+/// frequency at the next sample instead of after tens of milliseconds of
+/// PELT ramp-up. Left out: iowait
 /// boost, uclamp, RT/DL utilisation, and the single-CPU rule that keeps the
 /// frequency while the CPU has not idled since the last update.
 pub struct Schedutil {
@@ -729,6 +738,17 @@ pub struct Schedutil {
     prev_busy: Vec<u64>,
     last: SimTime,
     req: Option<Requested>,
+    /// The scheduler's util_est sums (see `fair::cap::UtilBoard`) and the
+    /// board's key.
+    board: Option<(Arc<UtilBoard>, usize)>,
+}
+
+impl Drop for Schedutil {
+    fn drop(&mut self) {
+        if let Some((b, key)) = &self.board {
+            UtilBoard::unregister(b, *key);
+        }
+    }
 }
 
 impl Schedutil {
@@ -746,6 +766,7 @@ impl Schedutil {
             prev_busy: vec![],
             last: SimTime::ZERO,
             req: None,
+            board: None,
         })
     }
 
@@ -764,6 +785,10 @@ impl Governor for Schedutil {
         self.prev_busy = vec![0; cx.ncpus()];
         self.last = cx.now;
         self.req = Some(Requested::new(cx));
+        if let Some((b, key)) = &self.board {
+            UtilBoard::unregister(b, *key);
+        }
+        self.board = Some(UtilBoard::register(cx.machine));
     }
     fn period(&self) -> Option<SimTime> {
         Some(self.rate_limit)
@@ -785,10 +810,17 @@ impl Governor for Schedutil {
         }
         for (d, dom) in m.domains.iter().enumerate() {
             let t = &m.types[dom.ty];
+            let board = self.board.as_ref().map(|b| &b.0);
             let util = dom
                 .cpus
                 .iter()
-                .map(|&c| self.util[c])
+                .map(|&c| match board.map(|b| b.get(c)) {
+                    Some(est) if est > 0 => {
+                        let cap = m.ty(c).capacity.max(1) as f64;
+                        self.util[c].max((est as f64 / cap).min(1.0))
+                    }
+                    _ => self.util[c],
+                })
                 .fold(0.0f64, f64::max);
             let next = (1.25 * fmax_khz(t) as f64 * util) as u64;
             let mhz = relation_l(t, next.clamp(fmin_khz(t), fmax_khz(t)));

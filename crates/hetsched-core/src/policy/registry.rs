@@ -130,6 +130,7 @@ pub const TABLE: &[Entry] = &[
     )),
     sched!(cfs::eas_info, |ps, m| cfs::Cfs::from_params(ps, m, false)),
     sched!(eevdf::info, eevdf::Eevdf::from_params),
+    sched!(eevdf::linux_info, eevdf::Eevdf::from_params),
     gov!(governors::performance_info, governors::make_static),
     gov!(governors::powersave_info, governors::make_static),
     gov!(governors::userspace_info, governors::make_static),
