@@ -359,11 +359,13 @@ mod tests {
     #[test]
     fn a_task_pinned_away_from_the_central_cpu() {
         // Two CPUs, central CPU 0. Task 0 may run only on CPU 1, task 1
-        // anywhere; both wake at t=0. Task 0 cannot go to the central CPU:
-        // select_cpu falls back to CPU 1, the lowest CPU it may use, which
-        // is idle and so reschedules: its dispatch finds the fallback DSQ
-        // empty and asks CPU 0. CPU 0's dispatch pops task 0 for CPU 1
-        // (allowed) and task 1 for itself. Each then runs on alone: no
+        // anywhere; both wake at t=0 and join the FIFO [0, 1]. Task 0
+        // cannot go to the central CPU: select_cpu falls back to CPU 1, the
+        // lowest CPU it may use, and its enqueue kicks CPU 0 (which
+        // reschedules first, then CPU 1, woken by the placement). CPU 0's
+        // dispatch pops task 0, which may not run there: it goes to the
+        // fallback DSQ; then task 1, which CPU 0 takes. CPU 1's dispatch
+        // takes task 0 from the fallback DSQ. Each then runs on alone: no
         // other task waits, so the timer never preempts them.
         let body = format!(
             "duration_s = 0.050\nstop_when_done = false\n{}[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 60000\naffinity = [1]\n[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 60000\n",
@@ -402,19 +404,22 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_refused() {
-        let s = parse(
-            "scheduler = \"scx-central[central_cpu=4]\"\nduration_s = 1\nmachine.preset = \"big-little-2+2\"\n[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 1\n",
-            "t.toml",
-            Format::Toml,
-            &[],
-        );
-        let e = match s {
-            Ok(s) => crate::run(&s, RunOptions::default(), None, vec![], None)
-                .err()
-                .map(|e| e.to_string()),
-            Err(e) => Some(e.to_string()),
+        for (spec, want) in [
+            ("central_cpu=4", "scx-central[central_cpu]: 4 is out of range; allowed 0 to 3"),
+            ("central_cpu=1.5", "scx-central[central_cpu]: 1.5 is not a cpu id; allowed 0 to 3"),
+            ("slice_ms=0", "scx-central[slice_ms]: 0 is out of range"),
+        ] {
+            let text = format!(
+                "scheduler = \"scx-central[{spec}]\"\nduration_s = 1\nmachine.preset = \"smp-4\"\n[[workload.programs]]\nkind = \"sequential\"\nwork_ms = 1\n"
+            );
+            let e = match parse(&text, "t.toml", Format::Toml, &[]) {
+                Ok(s) => crate::run(&s, RunOptions::default(), None, vec![], None)
+                    .err()
+                    .map(|e| e.to_string()),
+                Err(e) => Some(e.to_string()),
+            }
+            .expect("refused");
+            assert!(e.contains(want), "{spec}: {e}");
         }
-        .expect("refused");
-        assert!(e.contains("central_cpu") && e.contains("allowed 0 to 3"), "{e}");
     }
 }
