@@ -306,8 +306,7 @@ impl DsqOps for DsqState {
         if self.mode == Mode::Other {
             return Err("dsq_insert is allowed only in select_cpu, enqueue and dispatch".into());
         }
-        self.check_target(v, t, dsq, vtime)?;
-        Ok(self.place(v, t, dsq, vtime, slice_ns))
+        self.check_and_place(v, t, dsq, vtime, slice_ns)
     }
 
     fn move_to_local(&mut self, v: &View, dsq: u64) -> Result<bool, String> {
@@ -484,6 +483,19 @@ impl DsqState {
         }
     }
 
+    /// [`DsqState::check_target`], then [`DsqState::place`].
+    fn check_and_place(
+        &mut self,
+        v: &View,
+        t: TaskId,
+        dsq: u64,
+        vtime: Option<u64>,
+        slice: u64,
+    ) -> Result<Option<CpuId>, String> {
+        self.check_target(v, t, dsq, vtime)?;
+        Ok(self.place(v, t, dsq, vtime, slice))
+    }
+
     /// Queue `t` on checked `dsq` (`DSQ_LOCAL` resolved). Returns an idle
     /// CPU whose local DSQ got the task and that is not the one dispatching.
     fn place(
@@ -626,9 +638,7 @@ impl Engine {
             let v = view!(self);
             let d = self.dsq.as_deref_mut().expect("a DSQ scheduler");
             d.mode = Mode::Enqueue(cpu);
-            let r = d
-                .check_target(&v, task, dsq, vtime)
-                .map(|()| d.place(&v, task, dsq, vtime, slice));
+            let r = d.check_and_place(&v, task, dsq, vtime, slice);
             d.mode = Mode::Other;
             match r {
                 Ok(Some(c)) => self.flag_resched(c),
