@@ -275,7 +275,10 @@ fn dsq_schedulers_are_refused_with_vms() {
     .map(|_| ())
     .expect_err("refused")
     .to_string();
-    assert!(e.contains("scheduler \"test-dsq\"") && e.contains("virtual machines"), "{e}");
+    assert!(
+        e.contains("scheduler \"test-dsq\"") && e.contains("virtual machines"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -362,7 +365,11 @@ fn task_vtime_is_engine_state_the_scheduler_reads_and_writes() {
     for t in 0..4 {
         let mine: Vec<u64> = seen.iter().filter(|s| s.0 == t).map(|s| s.1).collect();
         for (i, v) in mine.iter().enumerate() {
-            assert_eq!(*v, 1000 * t as u64 + 7 * (i as u64 + 1), "task {t}: {mine:?}");
+            assert_eq!(
+                *v,
+                1000 * t as u64 + 7 * (i as u64 + 1),
+                "task {t}: {mine:?}"
+            );
         }
     }
 }
@@ -380,7 +387,8 @@ fn task_vtime_of_an_unknown_task_is_an_error() {
     )
     .unwrap_err();
     assert!(
-        e.contains("test-dsq") && e.contains("set_task_vtime(task 9, 1): task 9 does not exist (4 tasks)"),
+        e.contains("test-dsq")
+            && e.contains("set_task_vtime(task 9, 1): task 9 does not exist (4 tasks)"),
         "{e}"
     );
 }

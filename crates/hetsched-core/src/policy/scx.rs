@@ -178,7 +178,10 @@ impl<'a> Ctx<'a> {
     fn dsq_insert_with(&mut self, task: TaskId, dsq: u64, vtime: Option<u64>, slice_ns: u64) {
         let what = || match vtime {
             None => format!("dsq_insert(task {task}, {})", dsq_name(dsq)),
-            Some(vt) => format!("dsq_insert_vtime(task {task}, {}, vtime {vt})", dsq_name(dsq)),
+            Some(vt) => format!(
+                "dsq_insert_vtime(task {task}, {}, vtime {vt})",
+                dsq_name(dsq)
+            ),
         };
         let kick = self.dsq_task_op(task, what, None, |d, v| {
             d.insert(v, task, dsq, vtime, slice_ns)

@@ -239,8 +239,8 @@ impl Scheduler for ScxCentral {
                 }
             }
             // ... and something is pending.
-            let pending = cx.dsq_nr_queued(FALLBACK_DSQ) > 0
-                || cx.dsq_nr_queued(dsq_local_on(cpu)) > 0;
+            let pending =
+                cx.dsq_nr_queued(FALLBACK_DSQ) > 0 || cx.dsq_nr_queued(dsq_local_on(cpu)) > 0;
             if !pending {
                 if nr_to_kick == 0 {
                     continue;
@@ -405,8 +405,14 @@ mod tests {
     #[test]
     fn bad_parameters_are_refused() {
         for (spec, want) in [
-            ("central_cpu=4", "scx-central[central_cpu]: 4 is out of range; allowed 0 to 3"),
-            ("central_cpu=1.5", "scx-central[central_cpu]: 1.5 is not a cpu id; allowed 0 to 3"),
+            (
+                "central_cpu=4",
+                "scx-central[central_cpu]: 4 is out of range; allowed 0 to 3",
+            ),
+            (
+                "central_cpu=1.5",
+                "scx-central[central_cpu]: 1.5 is not a cpu id; allowed 0 to 3",
+            ),
             ("slice_ms=0", "scx-central[slice_ms]: 0 is out of range"),
         ] {
             let text = format!(

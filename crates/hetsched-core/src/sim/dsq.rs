@@ -161,7 +161,7 @@ impl DsqState {
     fn user_dsq(&mut self, id: u64) -> Result<&mut UserDsq, String> {
         self.user
             .get_mut(&id)
-            .ok_or_else(|| "unknown DSQ (create it with create_dsq first)".to_string())
+            .ok_or_else(|| UNKNOWN_USER_DSQ.to_string())
     }
 
     /// Remove `t` from whatever DSQ holds it (its affinity changed).
@@ -339,9 +339,11 @@ impl DsqOps for DsqState {
                     .map(|q| q.len())
                     .ok_or_else(|| unknown_cpu(c, self.local.len())),
                 None if dsq & DSQ_FLAG_BUILTIN != 0 => Err("unknown built-in DSQ".into()),
-                None => self.user.get(&dsq).map(|q| q.len()).ok_or_else(|| {
-                    "unknown DSQ (create it with create_dsq first)".to_string()
-                }),
+                None => self
+                    .user
+                    .get(&dsq)
+                    .map(|q| q.len())
+                    .ok_or_else(|| UNKNOWN_USER_DSQ.to_string()),
             },
         }
     }
@@ -429,6 +431,9 @@ fn local_cpu(dsq: u64) -> Option<CpuId> {
     (dsq & DSQ_LOCAL_ON == DSQ_LOCAL_ON).then_some((dsq & DSQ_LOCAL_CPU_MASK) as CpuId)
 }
 
+/// A user DSQ id that was never created.
+const UNKNOWN_USER_DSQ: &str = "unknown DSQ (create it with create_dsq first)";
+
 /// `vtime` ordering asked of a built-in DSQ.
 const VTIME_BUILTIN: &str = "vtime ordering is not allowed on built-in DSQs";
 
@@ -467,9 +472,10 @@ impl DsqState {
         if dsq & DSQ_FLAG_BUILTIN != 0 {
             return Err("unknown built-in DSQ".into());
         }
-        let q = self.user.get(&dsq).ok_or_else(|| {
-            "unknown DSQ (create it with create_dsq first)".to_string()
-        })?;
+        let q = self
+            .user
+            .get(&dsq)
+            .ok_or_else(|| UNKNOWN_USER_DSQ.to_string())?;
         match vtime {
             Some(_) if !q.fifo.is_empty() => Err(
                 "the DSQ holds FIFO-inserted tasks; a DSQ is FIFO or vtime-ordered, not both"
@@ -564,7 +570,10 @@ pub fn check_supported(s: &Setup) -> Result<(), SimError> {
     if let Some(g) = guest {
         return refuse(
             g.scheduler.name(),
-            format!("virtual machines (it is the guest scheduler of [[vm]] \"{}\")", g.name),
+            format!(
+                "virtual machines (it is the guest scheduler of [[vm]] \"{}\")",
+                g.name
+            ),
         );
     }
     if !s.scheduler.uses_dsqs() {
@@ -574,7 +583,10 @@ pub fn check_supported(s: &Setup) -> Result<(), SimError> {
         let names: Vec<&str> = s.vms.iter().map(|v| v.name.as_str()).collect();
         return refuse(
             s.scheduler.name(),
-            format!("virtual machines (the scenario has [[vm]] {})", names.join(", ")),
+            format!(
+                "virtual machines (the scenario has [[vm]] {})",
+                names.join(", ")
+            ),
         );
     }
     if let Some(d) = s.dynamic.as_ref().filter(|d| !d.fusion.is_empty()) {
