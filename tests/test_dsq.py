@@ -481,9 +481,7 @@ SCX_POLICIES = ["scx-simple", "scx-central", "global-edf"]
 def test_dsq_schedulers_are_refused_with_vms(sched: str) -> None:
     scn = {
         **EIGHT_THREADS,
-        "vms": [
-            {"name": "web", "vcpus": 2, "programs": [{"kind": "sequential", "work_ms": 10}]}
-        ],
+        "vms": [{"name": "web", "vcpus": 2, "programs": [{"kind": "sequential", "work_ms": 10}]}],
     }
     policy: Any = Vtime() if sched == "python" else sched
     name = "vtime" if sched == "python" else sched
