@@ -484,7 +484,7 @@ def test_dsq_schedulers_are_refused_with_vms(sched: str) -> None:
         "vms": [{"name": "web", "vcpus": 2, "programs": [{"kind": "sequential", "work_ms": 10}]}],
     }
     policy: Any = Vtime() if sched == "python" else sched
-    name = "vtime" if sched == "python" else sched
+    name = "python:vtime" if sched == "python" else sched
     with pytest.raises(PolicyError) as e:
         hetsched.run(scn, scheduler=policy)
     text = str(e.value)
