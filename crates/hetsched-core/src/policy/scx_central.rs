@@ -171,6 +171,15 @@ impl Scheduler for ScxCentral {
             .unwrap_or(cx.task(t).cpu)
     }
     fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, _cpu: CpuId, _flags: EnqFlags) {
+        if !cx.online(self.central) {
+            // Nothing would ever dispatch the task: in the kernel the
+            // sched_ext watchdog ends such a scheduler.
+            cx.fail(format!(
+                "the central cpu {} is offline, and only it dispatches tasks (choose another central_cpu)",
+                self.central
+            ));
+            return;
+        }
         self.queue.push_back(t);
         if cx.task(t).state != TaskState::Running {
             cx.kick_cpu(self.central, true);
@@ -400,6 +409,29 @@ mod tests {
         }
         let total: f64 = r.tasks.iter().map(|t| t.run_s).sum();
         assert!(total > 0.6 - 0.002 - 1e-9, "total run {total}");
+    }
+
+    #[test]
+    fn the_central_cpu_going_offline_is_an_error() {
+        let body = format!(
+            "duration_s = 0.1\n{}[[workload.programs]]\nkind = \"parallel\"\nthreads = 3\nwork_ms = 300\n[dynamic]\nmechanism = \"hotplug\"\n[[dynamic.events]]\nat_ms = 10\nop = \"offline\"\ncpus = [1]\n",
+            machine(2)
+        );
+        let s = parse(
+            &format!("scheduler = \"scx-central[central_cpu=1]\"\n{body}"),
+            "t.toml",
+            Format::Toml,
+            &[],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let e = crate::run(&s, RunOptions::default(), None, vec![], None)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.contains("scx-central[central_cpu=1]") && e.contains("the central cpu 1 is offline"),
+            "{e}"
+        );
     }
 
     #[test]
