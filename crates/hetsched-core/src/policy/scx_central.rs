@@ -425,8 +425,8 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let e = crate::run(&s, RunOptions::default(), None, vec![], None)
-            .err()
-            .expect("refused")
+            .map(|_| ())
+            .expect_err("refused")
             .to_string();
         assert!(
             e.contains("scx-central[central_cpu=1]") && e.contains("the central cpu 1 is offline"),
