@@ -24,12 +24,14 @@ class ScxSimple(Scheduler):
     uses_dsqs = True
 
     def __init__(self, vtime: bool = False) -> None:
-        self.vtime, self.vtime_now, self.dsq_vtime = vtime, 0, {}
+        self.vtime, self.vtime_now = vtime, 0
 
     def init(self, cx):
         cx.create_dsq(SHARED_DSQ)
 
     def select_cpu(self, cx, task, prev_cpu, flags):
+        if self.vtime and flags == "new":  # simple_enable
+            cx.set_task_vtime(task, self.vtime_now)
         cpu, is_idle = cx.select_cpu_dfl(task, cx.task_cpu(task) if prev_cpu is None else prev_cpu)
         if is_idle:
             cx.dsq_insert(task, DSQ_LOCAL, SLICE_DFL_NS)
@@ -38,7 +40,7 @@ class ScxSimple(Scheduler):
     def enqueue(self, cx, task, cpu, flags):
         if not self.vtime:
             return cx.dsq_insert(task, SHARED_DSQ, SLICE_DFL_NS)
-        vt = max(self.dsq_vtime.setdefault(task, self.vtime_now), self.vtime_now - SLICE_DFL_NS)
+        vt = max(cx.task_vtime(task), self.vtime_now - SLICE_DFL_NS)
         cx.dsq_insert_vtime(task, SHARED_DSQ, vt, SLICE_DFL_NS)
 
     def dispatch(self, cx, cpu, prev):
@@ -46,12 +48,13 @@ class ScxSimple(Scheduler):
 
     def running(self, cx, task, cpu):
         if self.vtime:
-            self.vtime_now = max(self.vtime_now, self.dsq_vtime.setdefault(task, self.vtime_now))
+            self.vtime_now = max(self.vtime_now, cx.task_vtime(task))
 
     def stopping(self, cx, task, cpu, runnable):
         if self.vtime:
             used = SLICE_DFL_NS - cx.task_slice_ns(task)
-            self.dsq_vtime[task] += used * 100 // cx.task_scx_weight(task)
+            vt = cx.task_vtime(task) + used * 100 // cx.task_scx_weight(task)
+            cx.set_task_vtime(task, vt)
 
 
 def main() -> None:

@@ -243,6 +243,8 @@ class Bad(Scheduler):
             cx.dsq_move_to_local(0)
         elif w == "nr-unknown":
             cx.dsq_nr_queued(42)
+        elif w == "vtime-unknown-task":
+            cx.set_task_vtime(99, 1)
         else:
             cx.dsq_insert(task, DSQ_GLOBAL)
 
@@ -263,6 +265,7 @@ class Bad(Scheduler):
         ("move-outside-dispatch", "dsq_move_to_local(DSQ 0x0): allowed only in dispatch"),
         ("nr-unknown", "dsq_nr_queued(DSQ 0x2a): unknown DSQ"),
         ("insert-running", "task 0 is running"),
+        ("vtime-unknown-task", "set_task_vtime(task 99, 1): task 99 does not exist (8 tasks)"),
     ],
 )
 def test_dsq_call_errors_name_the_policy_and_the_call(what: str, message: str) -> None:
@@ -427,3 +430,110 @@ def test_idle_while_runnable_counts_only_cpus_a_waiter_may_use() -> None:
     per_cpu = res.cpus.set_index("cpu")["idle_while_runnable_s"].to_list()
     assert per_cpu == pytest.approx([0.0, 0.05, 0.05], abs=1e-9)
     assert res.summary["idle_while_runnable_s"] == pytest.approx(0.1, abs=1e-9)
+
+
+class Vtime(Scheduler):
+    """Writes each new task's vtime, inserts by it, reads it back."""
+
+    name = "vtime"
+    uses_dsqs = True
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int, int]] = []
+
+    def init(self, cx):
+        cx.create_dsq(1)
+
+    def select_cpu(self, cx, task, prev_cpu, flags):
+        if flags == "new":
+            before = cx.task_vtime(task)
+            cx.set_task_vtime(task, 10 * task)
+            self.seen.append((task, before, cx.task_vtime(task)))
+        return cx.task_cpu(task)
+
+    def enqueue(self, cx, task, cpu, flags):
+        # dsq_insert_vtime sets the task's vtime, as in the kernel.
+        cx.dsq_insert_vtime(task, 1, cx.task_vtime(task) + 1)
+
+    def dispatch(self, cx, cpu, prev):
+        cx.dsq_move_to_local(1)
+
+    def stopping(self, cx, task, cpu, runnable):
+        self.seen.append((task, -1, cx.task_vtime(task)))
+
+
+def test_task_vtime_is_engine_state() -> None:
+    scn = {
+        **EIGHT_THREADS,
+        "workload": {"programs": [{"kind": "parallel", "threads": 2, "work_ms": 20}]},
+    }
+    p = Vtime()
+    _run_policy(p, scn)
+    # New tasks start at 0; the write is read back; the insert adds 1; each
+    # thread runs 10 ms once (shorter than a slice) and stops.
+    assert sorted(p.seen) == [(0, -1, 1), (0, 0, 0), (1, -1, 11), (1, 0, 10)]
+
+
+SCX_POLICIES = ["scx-simple", "scx-central", "global-edf"]
+
+
+@pytest.mark.parametrize("sched", [*SCX_POLICIES, "python"])
+def test_dsq_schedulers_are_refused_with_vms(sched: str) -> None:
+    scn = {
+        **EIGHT_THREADS,
+        "vms": [{"name": "web", "vcpus": 2, "programs": [{"kind": "sequential", "work_ms": 10}]}],
+    }
+    policy: Any = Vtime() if sched == "python" else sched
+    name = "python:vtime" if sched == "python" else sched
+    with pytest.raises(PolicyError) as e:
+        hetsched.run(scn, scheduler=policy)
+    text = str(e.value)
+    assert f'scheduler "{name}"' in text
+    assert "do not cover virtual machines (the scenario has [[vm]] web)" in text
+
+
+@pytest.mark.parametrize("sched", [*SCX_POLICIES, "python"])
+def test_dsq_schedulers_are_refused_with_fusion(sched: str) -> None:
+    scn = {
+        **EIGHT_THREADS,
+        "dynamic": {
+            "mechanism": "proxy-apic",
+            "fusion": [{"level": 2, "speedup": {"default": 1.5}}],
+        },
+    }
+    policy: Any = Vtime() if sched == "python" else sched
+    with pytest.raises(PolicyError, match=r"do not cover dynamic processors that fuse CPUs"):
+        hetsched.run(scn, scheduler=policy)
+
+
+def test_a_dsq_guest_scheduler_is_refused() -> None:
+    scn = {
+        **EIGHT_THREADS,
+        "vms": [
+            {
+                "name": "db",
+                "vcpus": 2,
+                "scheduler": "scx-central",
+                "programs": [{"kind": "sequential", "work_ms": 10}],
+            }
+        ],
+    }
+    with pytest.raises(PolicyError, match=r'guest scheduler of \[\[vm\]\] "db"'):
+        hetsched.run(scn, scheduler="cfs")
+
+
+def test_scx_central_decides_on_one_cpu() -> None:
+    # 12 CPU-bound threads on 4 big + 4 little cores: after the first
+    # timer (1 ms) every CPU has asked the central CPU for work, and from
+    # then on the only idle time beside waiting work is the instant
+    # between a preempted task's CPU asking and being served.
+    scn = {
+        **EIGHT_THREADS,
+        "workload": {"programs": [{"kind": "parallel", "threads": 12, "work_ms": 2400}]},
+    }
+    res = hetsched.run(scn, scheduler="scx-central", check=True)
+    assert res.summary["programs_completed"] == 1
+    # 7 CPUs idle for the first millisecond, then none.
+    assert res.summary["idle_while_runnable_s"] == pytest.approx(0.007, abs=1e-9)
+    other = hetsched.run(scn, scheduler="scx-central[central_cpu=5]", check=True)
+    assert other.summary["idle_while_runnable_s"] == pytest.approx(0.007, abs=1e-9)

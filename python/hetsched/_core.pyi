@@ -214,7 +214,8 @@ class Context:
     def dsq_insert_vtime(
         self, task: int, dsq: int, vtime: int, slice_ns: Optional[int] = None
     ) -> None:
-        """``scx_bpf_dsq_insert_vtime``: queue on a user DSQ ordered by ``vtime``."""
+        """``scx_bpf_dsq_insert_vtime``: queue on a user DSQ ordered by ``vtime``
+        and set the task's ``dsq_vtime`` (``task_vtime``) to ``vtime``."""
     def dsq_move_to_local(self, dsq: int) -> bool:
         """``scx_bpf_dsq_move_to_local`` (in ``dispatch``): move the first task
         of user DSQ ``dsq`` that may run on the dispatching CPU to its local
@@ -235,6 +236,11 @@ class Context:
         """``scx_bpf_test_and_clear_cpu_idle``: claim ``cpu`` if idle and unclaimed."""
     def task_slice_ns(self, task: int) -> int:
         """``p->scx.slice``: what is left of the task's slice (as of its last stop)."""
+    def task_vtime(self, task: int) -> int:
+        """``p->scx.dsq_vtime``: the task's virtual time, kept by the engine
+        (0 until written; ``dsq_insert_vtime`` sets it)."""
+    def set_task_vtime(self, task: int, vtime: int) -> None:
+        """Write ``p->scx.dsq_vtime`` (0 to 2**64-1)."""
     def task_scx_weight(self, task: int) -> int:
         """``p->scx.weight``: the task's weight on sched_ext's scale (100 at nice 0)."""
 

@@ -82,7 +82,11 @@ class Scheduler:
     DSQ, then the global DSQ, then calls ``dispatch(cx, cpu, prev)``.
     ``pick_next`` and ``balance`` are not called. Tasks run for slices
     (default 20 ms); at the end of a slice the task stops and is enqueued
-    again if another task is waiting for the CPU.
+    again if another task is waiting for the CPU. A task's virtual time is
+    engine state, as ``p->scx.dsq_vtime`` is in the kernel
+    (``cx.task_vtime``, ``cx.set_task_vtime``; ``cx.dsq_insert_vtime`` sets
+    it). The DSQ model does not cover ``[[vm]]`` sections or ``[dynamic]``
+    fusion levels: such a scenario is refused before the run starts.
     """
 
     name: str = "python"

@@ -49,6 +49,7 @@ pub fn run(
     progress: Option<sim::Progress>,
 ) -> Result<metrics::RunResults, SimError> {
     let setup = scn.build(sched, agents)?;
+    sim::dsq::check_supported(&setup)?;
     let mut engine = sim::Engine::new(setup, opts);
     let t0 = std::time::Instant::now();
     engine.run(progress)?;

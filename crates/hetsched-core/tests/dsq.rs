@@ -234,3 +234,161 @@ fn local_insert_from_select_cpu_skips_enqueue_and_claims_cpus() {
     let cpus: Vec<f64> = r.cpus.iter().map(|c| c.busy_s).collect();
     assert!(cpus.iter().all(|&b| (b - 0.1).abs() < 1e-9), "{cpus:?}");
 }
+
+/// Run a scenario text with a registry scheduler; the error text.
+fn refused(text: &str) -> String {
+    run(&scn(text), RunOptions::default(), None, vec![], None)
+        .map(|_| ())
+        .expect_err("refused")
+        .to_string()
+}
+
+#[test]
+fn dsq_schedulers_are_refused_with_vms() {
+    let vm = "[[vms]]\nname = \"web\"\nvcpus = 2\n[[vms.programs]]\nkind = \"sequential\"\nwork_ms = 10\n";
+    for s in ["scx-simple", "scx-central", "global-edf"] {
+        let e = refused(&format!("scheduler = \"{s}\"\n{FOUR}{vm}"));
+        assert!(
+            e.contains(&format!("scheduler \"{s}\""))
+                && e.contains("do not cover virtual machines")
+                && e.contains("[[vm]] web"),
+            "{e}"
+        );
+    }
+    // A DSQ scheduler as the guest's scheduler, under a host CFS.
+    let guest = vm.replace("vcpus = 2\n", "vcpus = 2\nscheduler = \"scx-simple\"\n");
+    let e = refused(&format!("scheduler = \"cfs\"\n{FOUR}{guest}"));
+    assert!(
+        e.contains("scheduler \"scx-simple\"") && e.contains("guest scheduler of [[vm]] \"web\""),
+        "{e}"
+    );
+    // The same policy object passed in (as the Python front end does).
+    let e = run(
+        &scn(&format!("{FOUR}{vm}")),
+        RunOptions::default(),
+        Some(Box::new(Dsq {
+            enq: |cx: &mut Ctx, t, _| cx.dsq_insert(t, 5, SLICE_DFL_NS),
+        })),
+        vec![],
+        None,
+    )
+    .map(|_| ())
+    .expect_err("refused")
+    .to_string();
+    assert!(
+        e.contains("scheduler \"test-dsq\"") && e.contains("virtual machines"),
+        "{e}"
+    );
+}
+
+#[test]
+fn dsq_schedulers_are_refused_with_fusion() {
+    let dynamic = "[dynamic]\nmechanism = \"proxy-apic\"\n[[dynamic.fusion]]\nlevel = 2\nspeedup = { default = 1.5 }\n";
+    for s in ["scx-simple", "scx-central[central_cpu=1]", "global-edf"] {
+        let e = refused(&format!("scheduler = \"{s}\"\n{FOUR}{dynamic}"));
+        assert!(
+            e.contains("uses sched_ext dispatch queues")
+                && e.contains("dynamic processors that fuse CPUs")
+                && e.contains("fusion levels 2"),
+            "{s}: {e}"
+        );
+    }
+    // Hotplug alone is covered.
+    let hotplug = "[dynamic]\nmechanism = \"hotplug\"\n[[dynamic.events]]\nat_ms = 5\nop = \"offline\"\ncpus = [1]\n";
+    let r = run(
+        &scn(&format!("scheduler = \"scx-central\"\n{FOUR}{hotplug}")),
+        RunOptions {
+            trace: false,
+            check: true,
+        },
+        None,
+        vec![],
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.summary.programs_completed, 1);
+}
+
+/// A vtime-ordered DSQ scheduler that records `task_vtime` as the engine
+/// keeps it.
+struct Vt {
+    seen: std::rc::Rc<std::cell::RefCell<Vec<(TaskId, u64)>>>,
+}
+
+impl Scheduler for Vt {
+    fn name(&self) -> &str {
+        "test-vtime"
+    }
+    fn uses_dsqs(&self) -> bool {
+        true
+    }
+    fn init(&mut self, cx: &mut Ctx) {
+        cx.create_dsq(1);
+    }
+    fn select_cpu(&mut self, cx: &mut Ctx, t: TaskId, _p: Option<CpuId>, f: EnqFlags) -> CpuId {
+        if f == EnqFlags::New {
+            // Starts at 0; written here, read back below.
+            assert_eq!(cx.task_vtime(t), 0);
+            cx.set_task_vtime(t, 1000 * t as u64);
+        }
+        0
+    }
+    fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, _cpu: CpuId, _f: EnqFlags) {
+        let vt = cx.task_vtime(t);
+        // Inserting with a vtime sets the task's vtime (the kernel's
+        // scx_bpf_dsq_insert_vtime).
+        cx.dsq_insert_vtime(t, 1, vt + 7, SLICE_DFL_NS);
+        self.seen.borrow_mut().push((t, cx.task_vtime(t)));
+    }
+    fn dequeue(&mut self, _cx: &mut Ctx, _t: TaskId, _cpu: CpuId) {}
+    fn pick_next(&mut self, _cx: &mut Ctx, _cpu: CpuId) -> Option<TaskId> {
+        None
+    }
+    fn dispatch(&mut self, cx: &mut Ctx, _cpu: CpuId, _prev: Option<TaskId>) {
+        cx.dsq_move_to_local(1);
+    }
+}
+
+#[test]
+fn task_vtime_is_engine_state_the_scheduler_reads_and_writes() {
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    go(FOUR, Vt { seen: seen.clone() }).unwrap_or_else(|e| panic!("{e}"));
+    let seen = seen.borrow();
+    // The four threads wake in order, each set to 1000 × id, inserted at
+    // +7; none was yet inserted twice when the first four were recorded.
+    assert_eq!(
+        &seen[..4],
+        &[(0, 7), (1, 1007), (2, 2007), (3, 3007)],
+        "{seen:?}"
+    );
+    // Every later insert adds 7 to the vtime the previous one left.
+    for t in 0..4 {
+        let mine: Vec<u64> = seen.iter().filter(|s| s.0 == t).map(|s| s.1).collect();
+        for (i, v) in mine.iter().enumerate() {
+            assert_eq!(
+                *v,
+                1000 * t as u64 + 7 * (i as u64 + 1),
+                "task {t}: {mine:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn task_vtime_of_an_unknown_task_is_an_error() {
+    let e = go(
+        FOUR,
+        Dsq {
+            enq: |cx: &mut Ctx, t, _| {
+                cx.set_task_vtime(9, 1);
+                cx.dsq_insert(t, 5, SLICE_DFL_NS);
+            },
+        },
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("test-dsq")
+            && e.contains("set_task_vtime(task 9, 1): task 9 does not exist (4 tasks)"),
+        "{e}"
+    );
+}

@@ -434,6 +434,12 @@ impl Context {
         let t = self.task(task)?;
         self.dsq_call(|cx| cx.task_slice_ns(t))
     }
+    fn task_vtime(&self, task: usize) -> PyResult<u64> {
+        self.dsq_call(|cx| cx.task_vtime(task))
+    }
+    fn set_task_vtime(&self, task: usize, vtime: u64) -> PyResult<()> {
+        self.dsq_call(|cx| cx.set_task_vtime(task, vtime))
+    }
     fn task_scx_weight(&self, task: usize) -> PyResult<u64> {
         let t = self.task(task)?;
         let w = self.cx()?.task(t).weight;

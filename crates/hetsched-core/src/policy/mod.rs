@@ -39,6 +39,7 @@ mod params;
 pub mod patel;
 pub mod registry;
 pub mod scx;
+pub mod scx_central;
 pub mod scx_simple;
 
 pub use ctx::{Ctx, EnqFlags, Observation, Request};

@@ -163,6 +163,10 @@ pub const TABLE: &[Entry] = &[
     sched!(credit::aash_info, credit::Credit::from_params),
     sched!(chameleon::info, chameleon::Chameleon::from_params),
     sched!(scx_simple::info, scx_simple::ScxSimple::from_params),
+    sched!(
+        super::scx_central::info,
+        super::scx_central::ScxCentral::from_params
+    ),
 ];
 
 /// Every registered policy with its kind.

@@ -119,6 +119,10 @@ pub trait DsqOps {
     /// `p->scx.slice`: the slice left to a task, ns (for a running task,
     /// as of now).
     fn task_slice(&self, v: &View, task: TaskId) -> u64;
+    /// `p->scx.dsq_vtime`.
+    fn task_vtime(&self, task: TaskId) -> u64;
+    /// Write `p->scx.dsq_vtime`.
+    fn set_task_vtime(&mut self, task: TaskId, vtime: u64);
 }
 
 impl<'a> Ctx<'a> {
@@ -151,14 +155,40 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn dsq_check_task(&self, task: TaskId) -> Result<(), String> {
-        if task >= self.tasks.len() {
-            return Err(format!(
-                "task {task} does not exist ({} tasks)",
-                self.tasks.len()
-            ));
+    /// [`Ctx::dsq_op`] about a task, which must exist.
+    fn dsq_task_op<R>(
+        &mut self,
+        task: TaskId,
+        what: impl FnOnce() -> String,
+        fallback: R,
+        op: impl FnOnce(&mut dyn DsqOps, &View) -> Result<R, String>,
+    ) -> R {
+        let n = self.tasks.len();
+        if task >= n {
+            self.reqs.push(Request::Fail(format!(
+                "{}: task {task} does not exist ({n} tasks)",
+                what()
+            )));
+            return fallback;
         }
-        Ok(())
+        self.dsq_op(what, fallback, op)
+    }
+
+    /// `dsq_insert` (`vtime: None`) or `dsq_insert_vtime`.
+    fn dsq_insert_with(&mut self, task: TaskId, dsq: u64, vtime: Option<u64>, slice_ns: u64) {
+        let what = || match vtime {
+            None => format!("dsq_insert(task {task}, {})", dsq_name(dsq)),
+            Some(vt) => format!(
+                "dsq_insert_vtime(task {task}, {}, vtime {vt})",
+                dsq_name(dsq)
+            ),
+        };
+        let kick = self.dsq_task_op(task, what, None, |d, v| {
+            d.insert(v, task, dsq, vtime, slice_ns)
+        });
+        if let Some(c) = kick {
+            self.reqs.push(Request::Resched(c));
+        }
     }
 
     /// `scx_bpf_create_dsq(dsq, -1)`: create a FIFO-or-vtime user DSQ. Its
@@ -177,46 +207,15 @@ impl<'a> Ctx<'a> {
     /// task being placed; the insert then happens as it returns, and the
     /// task skips `enqueue`), `enqueue` and `dispatch`.
     pub fn dsq_insert(&mut self, task: TaskId, dsq: u64, slice_ns: u64) {
-        if let Err(e) = self.dsq_check_task(task) {
-            self.reqs.push(Request::Fail(format!(
-                "dsq_insert(task {task}, {}): {e}",
-                dsq_name(dsq)
-            )));
-            return;
-        }
-        let kick = self.dsq_op(
-            || format!("dsq_insert(task {task}, {})", dsq_name(dsq)),
-            None,
-            |d, v| d.insert(v, task, dsq, None, slice_ns),
-        );
-        if let Some(c) = kick {
-            self.reqs.push(Request::Resched(c));
-        }
+        self.dsq_insert_with(task, dsq, None, slice_ns)
     }
 
     /// `scx_bpf_dsq_insert_vtime(task, dsq, slice_ns, vtime, 0)`: queue a
-    /// task on a user DSQ ordered by `vtime` (ties: insertion order).
+    /// task on a user DSQ ordered by `vtime` (ties: insertion order), and
+    /// set the task's `p->scx.dsq_vtime` to `vtime` (see
+    /// [`Ctx::task_vtime`]).
     pub fn dsq_insert_vtime(&mut self, task: TaskId, dsq: u64, vtime: u64, slice_ns: u64) {
-        if let Err(e) = self.dsq_check_task(task) {
-            self.reqs.push(Request::Fail(format!(
-                "dsq_insert_vtime(task {task}, {}): {e}",
-                dsq_name(dsq)
-            )));
-            return;
-        }
-        let kick = self.dsq_op(
-            || {
-                format!(
-                    "dsq_insert_vtime(task {task}, {}, vtime {vtime})",
-                    dsq_name(dsq)
-                )
-            },
-            None,
-            |d, v| d.insert(v, task, dsq, Some(vtime), slice_ns),
-        );
-        if let Some(c) = kick {
-            self.reqs.push(Request::Resched(c));
-        }
+        self.dsq_insert_with(task, dsq, Some(vtime), slice_ns)
     }
 
     /// `scx_bpf_dsq_move_to_local(dsq)` (formerly `scx_bpf_consume`), only
@@ -260,12 +259,8 @@ impl<'a> Ctx<'a> {
     /// next task placed in the same instant does not get it. Returns
     /// `(cpu, true)`, or `(prev_cpu, false)` if no CPU is idle.
     pub fn select_cpu_dfl(&mut self, task: TaskId, prev_cpu: CpuId) -> (CpuId, bool) {
-        if let Err(e) = self.dsq_check_task(task) {
-            self.reqs
-                .push(Request::Fail(format!("select_cpu_dfl(task {task}): {e}")));
-            return (prev_cpu, false);
-        }
-        self.dsq_op(
+        self.dsq_task_op(
+            task,
             || format!("select_cpu_dfl(task {task}, {prev_cpu})"),
             (prev_cpu, false),
             |d, v| d.select_cpu_dfl(v, task, prev_cpu),
@@ -275,12 +270,8 @@ impl<'a> Ctx<'a> {
     /// `scx_bpf_pick_idle_cpu(task's cpus, 0)`: claim the lowest idle CPU
     /// the task may use, if any.
     pub fn pick_idle_cpu(&mut self, task: TaskId) -> Option<CpuId> {
-        if let Err(e) = self.dsq_check_task(task) {
-            self.reqs
-                .push(Request::Fail(format!("pick_idle_cpu(task {task}): {e}")));
-            return None;
-        }
-        self.dsq_op(
+        self.dsq_task_op(
+            task,
             || format!("pick_idle_cpu(task {task})"),
             None,
             |d, v| Ok(d.pick_idle_cpu(v, task)),
@@ -307,13 +298,37 @@ impl<'a> Ctx<'a> {
     /// task as of now, else as of when it stopped (so `stopping` sees what
     /// it used). A task whose CPU was kicked with `preempt` has 0 left.
     pub fn task_slice_ns(&mut self, task: TaskId) -> u64 {
-        if task >= self.tasks.len() {
-            return 0;
-        }
-        self.dsq_op(
+        self.dsq_task_op(
+            task,
             || format!("task_slice_ns(task {task})"),
             0,
             |d, v| Ok(d.task_slice(v, task)),
+        )
+    }
+
+    /// `p->scx.dsq_vtime`: the task's virtual time, engine state that the
+    /// scheduler reads and writes (0 until written; `dsq_insert_vtime`
+    /// sets it to the vtime inserted with, as the kernel does).
+    pub fn task_vtime(&mut self, task: TaskId) -> u64 {
+        self.dsq_task_op(
+            task,
+            || format!("task_vtime(task {task})"),
+            0,
+            |d, _| Ok(d.task_vtime(task)),
+        )
+    }
+
+    /// Write `p->scx.dsq_vtime` (e.g. `ops.enable` starting a task at the
+    /// current vtime, `ops.stopping` charging the slice used).
+    pub fn set_task_vtime(&mut self, task: TaskId, vtime: u64) {
+        self.dsq_task_op(
+            task,
+            || format!("set_task_vtime(task {task}, {vtime})"),
+            (),
+            |d, _| {
+                d.set_task_vtime(task, vtime);
+                Ok(())
+            },
         )
     }
 

@@ -6,11 +6,14 @@
 //! weighted vtime with `vtime=true`; `dispatch` moves the head of the
 //! shared DSQ to the CPU's local DSQ. Slices are `SCX_SLICE_DFL` (20 ms).
 //!
-//! The vtime of a task advances by the slice it used × 100 / its sched_ext
-//! weight (100 at nice 0: the CFS weight × 100 / 1024, rounded, as the
-//! kernel's `sched_weight_to_cgroup`); a task that slept long enough is
-//! brought up to one slice behind the newest vtime seen running
-//! (`vtime_now`), so it cannot bank more than one slice of budget.
+//! The vtime of a task is the engine's `p->scx.dsq_vtime`
+//! ([`Ctx::task_vtime`]): a new task starts at the newest vtime seen running
+//! (`vtime_now`, the kernel's `simple_enable`); it advances by the slice
+//! used × 100 / the task's sched_ext weight (100 at nice 0: the CFS weight ×
+//! 100 / 1024, rounded, as the kernel's `sched_weight_to_cgroup`); a task
+//! that slept long enough is inserted one slice behind `vtime_now`, so it
+//! cannot bank more than one slice of budget, and, as in the kernel, the
+//! insert sets its vtime to that value.
 
 use super::scx::{DSQ_LOCAL, SLICE_DFL_NS};
 use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
@@ -37,8 +40,6 @@ pub fn info() -> About {
 pub struct ScxSimple {
     vtime: bool,
     name: String,
-    /// `p->scx.dsq_vtime` per task (`None`: not yet enabled).
-    dsq_vtime: Vec<Option<u64>>,
     vtime_now: u64,
 }
 
@@ -55,17 +56,8 @@ impl ScxSimple {
             } else {
                 "scx-simple".into()
             },
-            dsq_vtime: Vec::new(),
             vtime_now: 0,
         })
-    }
-
-    /// `simple_enable`: a task starts with the current vtime.
-    fn vt(&mut self, t: TaskId) -> u64 {
-        if t >= self.dsq_vtime.len() {
-            self.dsq_vtime.resize(t + 1, None);
-        }
-        *self.dsq_vtime[t].get_or_insert(self.vtime_now)
     }
 }
 
@@ -89,8 +81,12 @@ impl Scheduler for ScxSimple {
         cx: &mut Ctx,
         t: TaskId,
         prev: Option<CpuId>,
-        _flags: EnqFlags,
+        flags: EnqFlags,
     ) -> CpuId {
+        if self.vtime && flags == EnqFlags::New {
+            // simple_enable: a task starts with the current vtime.
+            cx.set_task_vtime(t, self.vtime_now);
+        }
         let prev = prev.unwrap_or(cx.task(t).cpu);
         let (cpu, is_idle) = cx.select_cpu_dfl(t, prev);
         if is_idle {
@@ -104,7 +100,7 @@ impl Scheduler for ScxSimple {
             return;
         }
         let floor = self.vtime_now.saturating_sub(SLICE_DFL_NS);
-        let vt = self.vt(t).max(floor);
+        let vt = cx.task_vtime(t).max(floor);
         cx.dsq_insert_vtime(t, SHARED_DSQ, vt, SLICE_DFL_NS);
     }
     fn dequeue(&mut self, _cx: &mut Ctx, _t: TaskId, _cpu: CpuId) {}
@@ -114,18 +110,17 @@ impl Scheduler for ScxSimple {
     fn dispatch(&mut self, cx: &mut Ctx, _cpu: CpuId, _prev: Option<TaskId>) {
         cx.dsq_move_to_local(SHARED_DSQ);
     }
-    fn running(&mut self, _cx: &mut Ctx, t: TaskId, _cpu: CpuId) {
+    fn running(&mut self, cx: &mut Ctx, t: TaskId, _cpu: CpuId) {
         if self.vtime {
-            let vt = self.vt(t);
-            self.vtime_now = self.vtime_now.max(vt);
+            self.vtime_now = self.vtime_now.max(cx.task_vtime(t));
         }
     }
     fn stopping(&mut self, cx: &mut Ctx, t: TaskId, _cpu: CpuId, _runnable: bool) {
         if self.vtime {
             let used = SLICE_DFL_NS.saturating_sub(cx.task_slice_ns(t));
             let w = scx_weight(cx.task(t).weight);
-            let vt = self.vt(t);
-            self.dsq_vtime[t] = Some(vt + used * 100 / w);
+            let vt = cx.task_vtime(t);
+            cx.set_task_vtime(t, vt + used * 100 / w);
         }
     }
 }

@@ -22,7 +22,7 @@
 //!   `test_and_clear_cpu_idle`); a claimed CPU is not found idle again until
 //!   it has gone idle anew.
 
-use super::{Engine, Ev};
+use super::{Engine, Ev, Setup};
 use crate::error::SimError;
 use crate::hw::CpuId;
 use crate::os::{TaskId, TaskState};
@@ -83,6 +83,9 @@ pub struct DsqState {
     user: BTreeMap<u64, UserDsq>,
     loc: Vec<Loc>,
     slice: Vec<u64>,
+    /// `p->scx.dsq_vtime` per task: read and written by the scheduler,
+    /// set by `dsq_insert_vtime`.
+    vtime: Vec<u64>,
     idle: Vec<bool>,
     /// Per CPU: a kick with preempt ended the running task's slice.
     preempt: Vec<bool>,
@@ -107,6 +110,7 @@ impl DsqState {
             user: BTreeMap::new(),
             loc: vec![Loc::None; ntasks],
             slice: vec![SLICE_DFL_NS; ntasks],
+            vtime: vec![0; ntasks],
             idle: vec![true; ncpus],
             preempt: vec![false; ncpus],
             slice_gen: vec![0; ncpus],
@@ -126,6 +130,38 @@ impl DsqState {
     /// Tasks on `cpu`'s local DSQ.
     pub fn local_len(&self, cpu: CpuId) -> usize {
         self.local[cpu].len()
+    }
+
+    /// Take the head of `cpu`'s local DSQ.
+    fn pop_local(&mut self, cpu: CpuId) -> Option<TaskId> {
+        let t = self.local[cpu].pop_front()?;
+        self.loc[t] = Loc::None;
+        Some(t)
+    }
+
+    /// The slice left to `t`, running on `cpu` since `started[cpu]`, at
+    /// `now` (0 once a preempting kick ended it).
+    fn slice_left(&self, cpu: CpuId, t: TaskId, now: SimTime) -> u64 {
+        match self.slice[t] {
+            _ if self.preempt[cpu] => 0,
+            SLICE_INF => SLICE_INF,
+            s => s.saturating_sub(now.since(self.started[cpu]).0),
+        }
+    }
+
+    /// Whether every hardware thread of `cpu`'s core is idle and online.
+    fn core_idle(&self, v: &View, cpu: CpuId) -> bool {
+        v.machine.cpus[cpu]
+            .siblings
+            .iter()
+            .all(|&x| self.idle[x] && v.online[x])
+    }
+
+    /// A user DSQ by id.
+    fn user_dsq(&mut self, id: u64) -> Result<&mut UserDsq, String> {
+        self.user
+            .get_mut(&id)
+            .ok_or_else(|| UNKNOWN_USER_DSQ.to_string())
     }
 
     /// Remove `t` from whatever DSQ holds it (its affinity changed).
@@ -196,16 +232,10 @@ impl DsqState {
         let aff = &v.tasks[t].affinity;
         let n = self.idle.len();
         let ok = |s: &Self, c: CpuId| s.idle[c] && v.online[c] && aff.contains(c);
-        let core_idle = |s: &Self, c: CpuId| {
-            v.machine.cpus[c]
-                .siblings
-                .iter()
-                .all(|&x| s.idle[x] && v.online[x])
-        };
         let smt = v.machine.cpus.iter().any(|c| !c.siblings.is_empty());
         let found = if smt {
             (0..n)
-                .find(|&c| ok(self, c) && core_idle(self, c))
+                .find(|&c| ok(self, c) && self.core_idle(v, c))
                 .or_else(|| (0..n).find(|&c| ok(self, c)))
         } else {
             (0..n).find(|&c| ok(self, c))
@@ -263,7 +293,7 @@ impl DsqOps for DsqState {
             if dsq != DSQ_LOCAL {
                 self.check_target(v, t, dsq, vtime)?;
             } else if vtime.is_some() {
-                return Err("vtime ordering is not allowed on built-in DSQs".into());
+                return Err(VTIME_BUILTIN.into());
             }
             self.deferred.push((t, dsq, vtime, slice_ns));
             return Ok(None);
@@ -276,8 +306,7 @@ impl DsqOps for DsqState {
         if self.mode == Mode::Other {
             return Err("dsq_insert is allowed only in select_cpu, enqueue and dispatch".into());
         }
-        self.check_target(v, t, dsq, vtime)?;
-        Ok(self.place(v, t, dsq, vtime, slice_ns))
+        self.check_and_place(v, t, dsq, vtime, slice_ns)
     }
 
     fn move_to_local(&mut self, v: &View, dsq: u64) -> Result<bool, String> {
@@ -290,11 +319,7 @@ impl DsqOps for DsqState {
                     .into(),
             );
         }
-        let q = self
-            .user
-            .get_mut(&dsq)
-            .ok_or_else(|| "unknown DSQ (create it with create_dsq first)".to_string())?;
-        let Some(t) = Self::pop_for(q, v, cpu) else {
+        let Some(t) = Self::pop_for(self.user_dsq(dsq)?, v, cpu) else {
             return Ok(false);
         };
         self.loc[t] = Loc::Local(cpu);
@@ -307,19 +332,19 @@ impl DsqOps for DsqState {
         match dsq {
             DSQ_GLOBAL => Ok(self.global.len()),
             DSQ_LOCAL => Ok(self.local[self.here(v, "DSQ_LOCAL")?].len()),
-            _ if dsq & DSQ_LOCAL_ON == DSQ_LOCAL_ON => {
-                let c = (dsq & DSQ_LOCAL_CPU_MASK) as usize;
-                self.local
+            _ => match local_cpu(dsq) {
+                Some(c) => self
+                    .local
                     .get(c)
                     .map(|q| q.len())
-                    .ok_or_else(|| unknown_cpu(c, self.local.len()))
-            }
-            _ if dsq & DSQ_FLAG_BUILTIN != 0 => Err("unknown built-in DSQ".into()),
-            _ => self
-                .user
-                .get(&dsq)
-                .map(|q| q.len())
-                .ok_or_else(|| "unknown DSQ (create it with create_dsq first)".into()),
+                    .ok_or_else(|| unknown_cpu(c, self.local.len())),
+                None if dsq & DSQ_FLAG_BUILTIN != 0 => Err("unknown built-in DSQ".into()),
+                None => self
+                    .user
+                    .get(&dsq)
+                    .map(|q| q.len())
+                    .ok_or_else(|| UNKNOWN_USER_DSQ.to_string()),
+            },
         }
     }
 
@@ -355,12 +380,7 @@ impl DsqOps for DsqState {
         }
         let aff = &v.tasks[t].affinity;
         let prev_ok = aff.contains(prev) && v.online[prev];
-        let smt = !v.machine.cpus[prev].siblings.is_empty();
-        let prev_core_idle = v.machine.cpus[prev]
-            .siblings
-            .iter()
-            .all(|&x| self.idle[x] && v.online[x]);
-        if prev_ok && self.idle[prev] && (!smt || prev_core_idle) {
+        if prev_ok && self.idle[prev] && self.core_idle(v, prev) {
             self.idle[prev] = false;
             return Ok((prev, true));
         }
@@ -386,17 +406,36 @@ impl DsqOps for DsqState {
 
     fn task_slice(&self, v: &View, t: TaskId) -> u64 {
         let cpu = v.tasks[t].cpu;
-        let s = self.slice[t];
-        if s == SLICE_INF || v.current.get(cpu) != Some(&Some(t)) {
-            return s;
+        if v.current.get(cpu) == Some(&Some(t)) {
+            self.slice_left(cpu, t, v.now)
+        } else {
+            self.slice[t]
         }
-        s.saturating_sub(v.now.since(self.started[cpu]).0)
+    }
+
+    fn task_vtime(&self, t: TaskId) -> u64 {
+        self.vtime[t]
+    }
+
+    fn set_task_vtime(&mut self, t: TaskId, vtime: u64) {
+        self.vtime[t] = vtime;
     }
 }
 
 fn unknown_cpu(c: CpuId, n: usize) -> String {
     format!("cpu {c} does not exist (machine has {n} cpus)")
 }
+
+/// The CPU of a `dsq_local_on(cpu)` id (`None` for any other id).
+fn local_cpu(dsq: u64) -> Option<CpuId> {
+    (dsq & DSQ_LOCAL_ON == DSQ_LOCAL_ON).then_some((dsq & DSQ_LOCAL_CPU_MASK) as CpuId)
+}
+
+/// A user DSQ id that was never created.
+const UNKNOWN_USER_DSQ: &str = "unknown DSQ (create it with create_dsq first)";
+
+/// `vtime` ordering asked of a built-in DSQ.
+const VTIME_BUILTIN: &str = "vtime ordering is not allowed on built-in DSQs";
 
 impl DsqState {
     /// Check that `dsq` (not `DSQ_LOCAL`) can take task `t`.
@@ -408,17 +447,14 @@ impl DsqState {
         vtime: Option<u64>,
     ) -> Result<(), String> {
         let n = self.local.len();
+        let local = local_cpu(dsq);
+        if vtime.is_some() && (dsq == DSQ_GLOBAL || local.is_some()) {
+            return Err(VTIME_BUILTIN.into());
+        }
         if dsq == DSQ_GLOBAL {
-            if vtime.is_some() {
-                return Err("vtime ordering is not allowed on built-in DSQs".into());
-            }
             return Ok(());
         }
-        if dsq & DSQ_LOCAL_ON == DSQ_LOCAL_ON {
-            if vtime.is_some() {
-                return Err("vtime ordering is not allowed on built-in DSQs".into());
-            }
-            let c = (dsq & DSQ_LOCAL_CPU_MASK) as usize;
+        if let Some(c) = local {
             if c >= n || dsq & !(DSQ_LOCAL_ON | DSQ_LOCAL_CPU_MASK) != 0 {
                 return Err(format!("unknown DSQ: {}", unknown_cpu(c, n)));
             }
@@ -439,7 +475,7 @@ impl DsqState {
         let q = self
             .user
             .get(&dsq)
-            .ok_or_else(|| "unknown DSQ (create it with create_dsq first)".to_string())?;
+            .ok_or_else(|| UNKNOWN_USER_DSQ.to_string())?;
         match vtime {
             Some(_) if !q.fifo.is_empty() => Err(
                 "the DSQ holds FIFO-inserted tasks; a DSQ is FIFO or vtime-ordered, not both"
@@ -451,6 +487,19 @@ impl DsqState {
             ),
             _ => Ok(()),
         }
+    }
+
+    /// [`DsqState::check_target`], then [`DsqState::place`].
+    fn check_and_place(
+        &mut self,
+        v: &View,
+        t: TaskId,
+        dsq: u64,
+        vtime: Option<u64>,
+        slice: u64,
+    ) -> Result<Option<CpuId>, String> {
+        self.check_target(v, t, dsq, vtime)?;
+        Ok(self.place(v, t, dsq, vtime, slice))
     }
 
     /// Queue `t` on checked `dsq` (`DSQ_LOCAL` resolved). Returns an idle
@@ -476,8 +525,7 @@ impl DsqState {
             self.global.push_back(t);
             return None;
         }
-        if dsq & DSQ_LOCAL_ON == DSQ_LOCAL_ON {
-            let c = (dsq & DSQ_LOCAL_CPU_MASK) as usize;
+        if let Some(c) = local_cpu(dsq) {
             self.loc[t] = Loc::Local(c);
             self.local[c].push_back(t);
             let busy_here = matches!(self.mode, Mode::Dispatch(d) | Mode::Enqueue(d) if d == c);
@@ -486,6 +534,8 @@ impl DsqState {
         let q = self.user.get_mut(&dsq).expect("checked");
         match vtime {
             Some(vt) => {
+                // scx_bpf_dsq_insert_vtime sets p->scx.dsq_vtime.
+                self.vtime[t] = vt;
                 self.seq += 1;
                 let k = (vt, self.seq);
                 q.vt.insert(k, t);
@@ -498,6 +548,58 @@ impl DsqState {
         }
         None
     }
+}
+
+/// Refuse, before the run is built, a scenario the DSQ model does not
+/// cover: a scheduler that uses dispatch queues (host or guest) with
+/// virtual machines (vCPUs run as host tasks and guest schedulers have no
+/// DSQs of their own), or with a `[dynamic]` section that has fusion levels
+/// (a fused object borrows CPUs whose local DSQs are not modelled). Hotplug
+/// (`offline`/`online` events) is covered.
+pub fn check_supported(s: &Setup) -> Result<(), SimError> {
+    let refuse = |name: &str, what: String| {
+        Err(SimError::Policy {
+            policy: format!("scheduler \"{name}\""),
+            time: SimTime::ZERO,
+            message: format!(
+                "it uses sched_ext dispatch queues, which do not cover {what}; allowed with dispatch queues: scenarios without [[vm]] sections and without [dynamic] fusion levels"
+            ),
+        })
+    };
+    let guest = s.vms.iter().find(|v| v.scheduler.uses_dsqs());
+    if let Some(g) = guest {
+        return refuse(
+            g.scheduler.name(),
+            format!(
+                "virtual machines (it is the guest scheduler of [[vm]] \"{}\")",
+                g.name
+            ),
+        );
+    }
+    if !s.scheduler.uses_dsqs() {
+        return Ok(());
+    }
+    if !s.vms.is_empty() {
+        let names: Vec<&str> = s.vms.iter().map(|v| v.name.as_str()).collect();
+        return refuse(
+            s.scheduler.name(),
+            format!(
+                "virtual machines (the scenario has [[vm]] {})",
+                names.join(", ")
+            ),
+        );
+    }
+    if let Some(d) = s.dynamic.as_ref().filter(|d| !d.fusion.is_empty()) {
+        let levels: Vec<String> = d.fusion.iter().map(|f| f.0.to_string()).collect();
+        return refuse(
+            s.scheduler.name(),
+            format!(
+                "dynamic processors that fuse CPUs (the [dynamic] section has fusion levels {})",
+                levels.join(", ")
+            ),
+        );
+    }
+    Ok(())
 }
 
 macro_rules! view {
@@ -517,24 +619,6 @@ impl Engine {
     #[inline]
     fn dq(&mut self) -> &mut DsqState {
         self.dsq.as_deref_mut().expect("a DSQ scheduler")
-    }
-
-    /// Before the first event: DSQ schedulers do not yet run with virtual
-    /// machines or with fusion of dynamic processors (the queues of a
-    /// fused object's borrowed CPUs are not modelled); hotplug works.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn dsq_start(&mut self) -> Result<(), SimError> {
-        if self.dsq.is_none() {
-            return Ok(());
-        }
-        if !self.vms.is_empty() || !self.fusion_levels.is_empty() {
-            return Err(self.policy_err(
-                "a scheduler that uses dispatch queues cannot run with [[vm]] sections or [dynamic] fusion levels yet"
-                    .into(),
-            ));
-        }
-        Ok(())
     }
 
     /// Set the callback mode (no-op without DSQs).
@@ -566,9 +650,7 @@ impl Engine {
             let v = view!(self);
             let d = self.dsq.as_deref_mut().expect("a DSQ scheduler");
             d.mode = Mode::Enqueue(cpu);
-            let r = d
-                .check_target(&v, task, dsq, vtime)
-                .map(|()| d.place(&v, task, dsq, vtime, slice));
+            let r = d.check_and_place(&v, task, dsq, vtime, slice);
             d.mode = Mode::Other;
             match r {
                 Ok(Some(c)) => self.flag_resched(c),
@@ -620,13 +702,9 @@ impl Engine {
     pub(super) fn dsq_charge(&mut self, cpu: CpuId, t: TaskId) {
         let now = self.now;
         let d = self.dq();
-        let ran = now.since(d.started[cpu]).0;
         d.slice_gen[cpu] = d.slice_gen[cpu].wrapping_add(1);
-        if std::mem::take(&mut d.preempt[cpu]) {
-            d.slice[t] = 0;
-        } else if d.slice[t] != SLICE_INF {
-            d.slice[t] = d.slice[t].saturating_sub(ran);
-        }
+        d.slice[t] = d.slice_left(cpu, t, now);
+        d.preempt[cpu] = false;
     }
 
     /// Arm the slice-expiry event of the task that runs on `cpu` now.
@@ -666,35 +744,30 @@ impl Engine {
     /// The slice left to the task running on `cpu`, as of now.
     fn dsq_slice_left(&mut self, cpu: CpuId, t: TaskId) -> u64 {
         let now = self.now;
-        let d = self.dq();
-        let ran = now.since(d.started[cpu]).0;
-        if d.preempt[cpu] {
-            0
-        } else if d.slice[t] == SLICE_INF {
-            SLICE_INF
-        } else {
-            d.slice[t].saturating_sub(ran)
+        self.dq().slice_left(cpu, t, now)
+    }
+
+    /// What `balance_one` checks before and after each `dispatch`:
+    /// `Some(true)` if `prev` keeps the CPU (slice left), `Some(false)` if
+    /// `cpu`'s local DSQ holds a task (possibly just taken from the global
+    /// DSQ), `None` if neither.
+    fn dsq_ready(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<bool> {
+        if prev.is_some_and(|p| self.dsq_slice_left(cpu, p) > 0) {
+            return Some(true);
         }
+        if self.dq().local_len(cpu) > 0 {
+            return Some(false);
+        }
+        let v = view!(self);
+        let d = self.dsq.as_deref_mut().expect("dsq");
+        d.consume_global(&v, cpu).then_some(false)
     }
 
     /// `balance_one`: fill `cpu`'s local DSQ. Returns whether `prev` (the
     /// task running there, still runnable) keeps the CPU.
     fn dsq_balance(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Result<bool, SimError> {
-        let has_slice = |s: &mut Self| prev.is_some_and(|p| s.dsq_slice_left(cpu, p) > 0);
-        if has_slice(self) {
-            return Ok(true);
-        }
-        if self.dq().local_len(cpu) > 0 {
-            return Ok(false);
-        }
-        let v = view!(self);
-        if self
-            .dsq
-            .as_deref_mut()
-            .expect("dsq")
-            .consume_global(&v, cpu)
-        {
-            return Ok(false);
+        if let Some(keep) = self.dsq_ready(cpu, prev) {
+            return Ok(keep);
         }
         for _ in 0..DISPATCH_MAX_LOOPS {
             let d = self.dq();
@@ -704,20 +777,8 @@ impl Engine {
             self.sched.dispatch(cx!(self), cpu, prev);
             self.dsq_mode(Mode::Other);
             self.apply()?;
-            if has_slice(self) {
-                return Ok(true);
-            }
-            if self.dq().local_len(cpu) > 0 {
-                return Ok(false);
-            }
-            let v = view!(self);
-            if self
-                .dsq
-                .as_deref_mut()
-                .expect("dsq")
-                .consume_global(&v, cpu)
-            {
-                return Ok(false);
+            if let Some(keep) = self.dsq_ready(cpu, prev) {
+                return Ok(keep);
             }
             if self.dq().dispatched == 0 {
                 break;
@@ -763,14 +824,7 @@ impl Engine {
             }
             return Ok(());
         }
-        let next = {
-            let d = self.dq();
-            let n = d.local[cpu].pop_front();
-            if let Some(t) = n {
-                d.loc[t] = Loc::None;
-            }
-            n
-        };
+        let next = self.dq().pop_local(cpu);
         if let Some(p) = prev {
             if next.is_some() {
                 self.tasks[p].c.csw_involuntary += 1;
@@ -780,14 +834,7 @@ impl Engine {
         // The task stopped may have been queued right here (enq_last).
         let next = match next {
             Some(n) => Some(n),
-            None if self.current[cpu].is_none() => {
-                let d = self.dq();
-                let n = d.local[cpu].pop_front();
-                if let Some(t) = n {
-                    d.loc[t] = Loc::None;
-                }
-                n
-            }
+            None if self.current[cpu].is_none() => self.dq().pop_local(cpu),
             None => None,
         };
         match next {

@@ -61,11 +61,19 @@ impl IdleWait {
         }
     }
 
+    /// `w` as of `now`.
+    #[inline]
+    fn w_at(&self, now: SimTime) -> u64 {
+        if self.full > 0 {
+            self.w + now.0.saturating_sub(self.last.0)
+        } else {
+            self.w
+        }
+    }
+
     #[inline]
     fn advance(&mut self, now: SimTime) {
-        if self.full > 0 {
-            self.w += now.0 - self.last.0;
-        }
+        self.w = self.w_at(now);
         self.last = now;
     }
 
@@ -77,15 +85,21 @@ impl IdleWait {
 
     /// Time accrued by `cpu` up to `now` (no state change).
     pub(crate) fn total_ns(&self, cpu: CpuId, now: SimTime) -> u64 {
-        let w = if self.full > 0 {
-            self.w + now.0.saturating_sub(self.last.0)
-        } else {
-            self.w
-        };
+        let w = self.w_at(now);
         let m = self.idle_w[cpu];
         let open_w = if m == BUSY { 0 } else { w - m };
         let open_r = self.r_since[cpu].map_or(0, |s| now.0.saturating_sub(s.0));
         self.acc[cpu] + open_w + open_r
+    }
+}
+
+/// One more (`add`) or one fewer waiting task.
+#[inline]
+fn count(n: &mut u32, add: bool) {
+    if add {
+        *n += 1;
+    } else {
+        *n -= 1;
     }
 }
 
@@ -110,11 +124,7 @@ impl Engine {
         let aff = &self.tasks[t].affinity;
         if is_full(aff, n) {
             let was = iw.full;
-            if add {
-                iw.full += 1;
-            } else {
-                iw.full -= 1;
-            }
+            count(&mut iw.full, add);
             // Crossing zero hands idle CPUs with restricted waiters from
             // their own intervals to the shared clock, or back.
             if iw.restricted > 0 && (was == 0) != (iw.full == 0) {
@@ -128,11 +138,7 @@ impl Engine {
             }
             return;
         }
-        if add {
-            iw.restricted += 1;
-        } else {
-            iw.restricted -= 1;
-        }
+        count(&mut iw.restricted, add);
         for c in (0..n).filter(|&c| aff.contains(c)) {
             if add {
                 iw.rc[c] += 1;

@@ -1752,7 +1752,6 @@ impl Engine {
         for c in 0..self.m.ncpus() {
             self.refresh(c);
         }
-        self.dsq_start()?;
         self.src = Src::Gov;
         self.gov.init(cx!(self));
         self.apply()?;
