@@ -8,6 +8,8 @@
 
 pub mod dynamic;
 mod machine;
+#[cfg(test)]
+mod program_tests;
 pub mod presets;
 mod spec;
 pub mod vm;
