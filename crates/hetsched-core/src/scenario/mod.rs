@@ -8,9 +8,9 @@
 
 pub mod dynamic;
 mod machine;
+pub mod presets;
 #[cfg(test)]
 mod program_tests;
-pub mod presets;
 mod spec;
 pub mod vm;
 mod workload;

@@ -38,17 +38,17 @@ const EXPECTED: &[(&str, &[&str], &[&str])] = &[
         &["iterations", "seq_fraction", "work_ms"],
         &["work_ms"],
     ),
-    ("pool", &["chunks", "io_ms", "work_ms"], &["chunks", "work_ms"]),
+    (
+        "pool",
+        &["chunks", "io_ms", "work_ms"],
+        &["chunks", "work_ms"],
+    ),
     (
         "periodic",
         &["deadline_ms", "jobs", "period_ms", "wcet_ms"],
         &["period_ms", "wcet_ms"],
     ),
-    (
-        "phases",
-        &["barrier_count", "loops", "phases"],
-        &["phases"],
-    ),
+    ("phases", &["barrier_count", "loops", "phases"], &["phases"]),
 ];
 
 /// The smallest valid fields of each kind.
@@ -102,7 +102,11 @@ fn a_field_of_another_kind_names_program_kind_and_takers() {
                     .filter(|(_, fs, _)| fs.contains(f))
                     .map(|(k, _, _)| *k)
                     .collect();
-                let value = if *f == "phases" { "[{ sleep_ms = 1 }]" } else { "3" };
+                let value = if *f == "phases" {
+                    "[{ sleep_ms = 1 }]"
+                } else {
+                    "3"
+                };
                 let e = err(&second(kind, &format!("{}{f} = {value}\n", minimal(kind))));
                 let want = format!(
                     "workload.programs[1].{f}: not used by kind \"{kind}\" (used by: {})",
@@ -119,7 +123,9 @@ fn a_field_of_another_kind_names_program_kind_and_takers() {
     );
     let e = err(&vm);
     assert!(
-        e.contains("vms[0].programs[0].period_ms: not used by kind \"parallel\" (used by: periodic)"),
+        e.contains(
+            "vms[0].programs[0].period_ms: not used by kind \"parallel\" (used by: periodic)"
+        ),
         "{e}"
     );
 }
@@ -143,7 +149,10 @@ fn missing_unknown_and_mistyped_fields_are_named() {
         e.starts_with("workload.programs[1]: unknown field `colour`, expected one of `affinity`"),
         "{e}"
     );
-    assert!(e.contains("`iterations`") && e.contains("`kind`") && !e.contains("`chunks`"), "{e}");
+    assert!(
+        e.contains("`iterations`") && e.contains("`kind`") && !e.contains("`chunks`"),
+        "{e}"
+    );
     let e = err(&second("sequental", "work_ms = 1\n"));
     assert!(
         e.contains(
@@ -153,18 +162,41 @@ fn missing_unknown_and_mistyped_fields_are_named() {
         "{e}"
     );
     let e = err(&format!("{HEAD}[[workload.programs]]\nwork_ms = 1\n"));
-    assert!(e.contains("workload.programs[0]: missing field `kind`"), "{e}");
-    let e = err(&format!("{HEAD}[[workload.programs]]\nkind = 3\nwork_ms = 1\n"));
-    assert!(e.contains("workload.programs[0].kind: 3 is not a kind; expected one of"), "{e}");
+    assert!(
+        e.contains("workload.programs[0]: missing field `kind`"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{HEAD}[[workload.programs]]\nkind = 3\nwork_ms = 1\n"
+    ));
+    assert!(
+        e.contains("workload.programs[0].kind: 3 is not a kind; expected one of"),
+        "{e}"
+    );
     // Type errors keep their path, inside the shared fields and the kind's.
     let e = err(&second("parallel", "work_ms = 1\naffinity = [0, \"x\"]\n"));
-    assert!(e.contains("workload.programs[1].affinity[1]: invalid type: string \"x\""), "{e}");
-    let e = err(&second("phases", "phases = [{ compute_ms = 1 }, { sleep_ms = \"x\" }]\n"));
-    assert!(e.contains("workload.programs[1].phases[1].sleep_ms: invalid type"), "{e}");
+    assert!(
+        e.contains("workload.programs[1].affinity[1]: invalid type: string \"x\""),
+        "{e}"
+    );
+    let e = err(&second(
+        "phases",
+        "phases = [{ compute_ms = 1 }, { sleep_ms = \"x\" }]\n",
+    ));
+    assert!(
+        e.contains("workload.programs[1].phases[1].sleep_ms: invalid type"),
+        "{e}"
+    );
     let e = err(&second("dynamic", "work_ms = 1\nchunks = -2\n"));
-    assert!(e.contains("workload.programs[1].chunks: invalid value: integer `-2`"), "{e}");
+    assert!(
+        e.contains("workload.programs[1].chunks: invalid value: integer `-2`"),
+        "{e}"
+    );
     let e = err(&format!("{HEAD}[[workload.programs]]\nkind = \"pool\"\nwork_ms = 1\nchunks = 2\nphases = [{{ x = 1 }}]\n"));
-    assert!(e.contains("workload.programs[0].phases: not used by kind \"pool\""), "{e}");
+    assert!(
+        e.contains("workload.programs[0].phases: not used by kind \"pool\""),
+        "{e}"
+    );
 }
 
 #[test]
@@ -187,7 +219,10 @@ fn null_fields_of_other_kinds_are_absent_as_before() {
         "workload": {"programs": [{"kind": "sequential", "work_ms": null}]}
     });
     let e = from_value(v).unwrap_err().to_string();
-    assert!(e.contains("workload.programs[0].work_ms: required for kind \"sequential\""), "{e}");
+    assert!(
+        e.contains("workload.programs[0].work_ms: required for kind \"sequential\""),
+        "{e}"
+    );
 }
 
 #[test]
@@ -234,7 +269,13 @@ fn overrides_edit_the_flat_table() {
     .unwrap();
     let p = &s.spec.workload.programs[1];
     assert_eq!(p.common.threads, Some(6));
-    assert!(matches!(p.pattern, ProgramPattern::Parallel { iterations: Some(3), .. }));
+    assert!(matches!(
+        p.pattern,
+        ProgramPattern::Parallel {
+            iterations: Some(3),
+            ..
+        }
+    ));
     // Changing the kind by override re-checks the fields.
     let e = parse(
         &text,
@@ -244,7 +285,10 @@ fn overrides_edit_the_flat_table() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("workload.programs[1].work_ms: not used by kind \"periodic\""), "{e}");
+    assert!(
+        e.contains("workload.programs[1].work_ms: not used by kind \"periodic\""),
+        "{e}"
+    );
 }
 
 #[test]
@@ -254,13 +298,23 @@ fn the_schema_is_one_flat_table_with_every_field() {
     let p = &defs["ProgramSpec"];
     assert_eq!(p["required"], serde_json::json!(["kind"]));
     assert_eq!(p["additionalProperties"], false);
-    assert_eq!(p["properties"]["kind"]["allOf"][0]["$ref"], "#/definitions/ProgramKind");
+    assert_eq!(
+        p["properties"]["kind"]["allOf"][0]["$ref"],
+        "#/definitions/ProgramKind"
+    );
     for (_, fields, _) in EXPECTED {
         for f in *fields {
             assert!(p["properties"].get(*f).is_some(), "{f}");
         }
     }
-    for f in ["name", "threads", "nice", "affinity", "smt_factor", "slice_ms"] {
+    for f in [
+        "name",
+        "threads",
+        "nice",
+        "affinity",
+        "smt_factor",
+        "slice_ms",
+    ] {
         assert!(p["properties"].get(f).is_some(), "{f}");
     }
     let names: Vec<&str> = defs["ProgramKind"]["oneOf"]

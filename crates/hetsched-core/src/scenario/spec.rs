@@ -616,7 +616,9 @@ fn kinds_from_schema(gen: &mut SchemaGenerator) -> Vec<KindInfo> {
                 unreachable!("a struct variant's schema is an object");
             };
             let description = outer.metadata.as_ref().and_then(|m| m.description.clone());
-            let outer_obj = outer.object.expect("an externally tagged variant is an object");
+            let outer_obj = outer
+                .object
+                .expect("an externally tagged variant is an object");
             let (name, inner) = outer_obj
                 .properties
                 .into_iter()
@@ -837,11 +839,13 @@ impl<'de> Deserialize<'de> for ProgramSpec {
 impl Serialize for ProgramSpec {
     /// One flat table: `name`, `kind`, the kind's fields, the other fields.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let Value::Object(mut common) = serde_json::to_value(&self.common).map_err(S::Error::custom)?
+        let Value::Object(mut common) =
+            serde_json::to_value(&self.common).map_err(S::Error::custom)?
         else {
             return Err(S::Error::custom("a program's common fields form a table"));
         };
-        let Value::Object(tagged) = serde_json::to_value(&self.pattern).map_err(S::Error::custom)?
+        let Value::Object(tagged) =
+            serde_json::to_value(&self.pattern).map_err(S::Error::custom)?
         else {
             return Err(S::Error::custom("a program's pattern is a table"));
         };

@@ -225,7 +225,10 @@ pub(crate) fn build_workload(
         };
         let at_least_one = |field: &str, v: u32| -> Result<u32, SimError> {
             if v == 0 {
-                return Err(at(format!("{base}.{field}"), "0 is not allowed; at least 1"));
+                return Err(at(
+                    format!("{base}.{field}"),
+                    "0 is not allowed; at least 1",
+                ));
             }
             Ok(v)
         };

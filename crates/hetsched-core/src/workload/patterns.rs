@@ -99,7 +99,10 @@ pub fn expand(pattern: &Pattern, threads: u32, prog: &mut Program) -> ThreadOps 
         Pattern::Sequential { work } => {
             per_thread.push((vec![cmp(*work)].into(), 1));
         }
-        &Pattern::Parallel { work, iterations: k } => {
+        &Pattern::Parallel {
+            work,
+            iterations: k,
+        } => {
             let each = work / (threads as f64 * k as f64);
             let ops: Arc<[Op]> = if k > 1 {
                 vec![cmp(each), Op::Barrier].into()
@@ -149,7 +152,11 @@ pub fn expand(pattern: &Pattern, threads: u32, prog: &mut Program) -> ThreadOps 
         } => {
             prog.period = period;
             prog.rel_deadline = deadline;
-            same(vec![cmp(wcet), Op::WaitPeriod].into(), jobs, &mut per_thread);
+            same(
+                vec![cmp(wcet), Op::WaitPeriod].into(),
+                jobs,
+                &mut per_thread,
+            );
         }
         Pattern::Phases {
             ops,
@@ -222,12 +229,34 @@ mod tests {
         );
         assert_eq!(t.len(), 4);
         for (ops, loops) in &t {
-            assert_eq!(**ops, [Op::Compute { work: 10e6, param: 0 }, Op::Barrier]);
+            assert_eq!(
+                **ops,
+                [
+                    Op::Compute {
+                        work: 10e6,
+                        param: 0
+                    },
+                    Op::Barrier
+                ]
+            );
             assert_eq!(*loops, 3);
         }
         // One iteration needs no barrier.
-        let t = expand(&Pattern::Parallel { work: 8e6, iterations: 1 }, 2, &mut p);
-        assert_eq!(*t[0].0, [Op::Compute { work: 4e6, param: 0 }]);
+        let t = expand(
+            &Pattern::Parallel {
+                work: 8e6,
+                iterations: 1,
+            },
+            2,
+            &mut p,
+        );
+        assert_eq!(
+            *t[0].0,
+            [Op::Compute {
+                work: 4e6,
+                param: 0
+            }]
+        );
     }
 
     #[test]
@@ -245,10 +274,7 @@ mod tests {
             &mut p,
         );
         let c = |w: f64| Op::Compute { work: w, param: 0 };
-        assert_eq!(
-            *t[0].0,
-            [c(10e6), Op::Barrier, c(10e6), Op::Barrier]
-        );
+        assert_eq!(*t[0].0, [c(10e6), Op::Barrier, c(10e6), Op::Barrier]);
         for (ops, loops) in &t[1..] {
             assert_eq!(**ops, [Op::Barrier, c(10e6), Op::Barrier]);
             assert_eq!(*loops, 2);
@@ -260,26 +286,52 @@ mod tests {
         // Pool: 60 ms in 6 jobs = 10 ms each, 2 ms of I/O after each.
         let mut p = program(3);
         let io = SimTime::from_ms_f64(2.0);
-        let t = expand(&Pattern::Pool { work: 60e6, chunks: 6, io }, 3, &mut p);
+        let t = expand(
+            &Pattern::Pool {
+                work: 60e6,
+                chunks: 6,
+                io,
+            },
+            3,
+            &mut p,
+        );
         assert_eq!((p.chunks, p.chunk_work, p.chunk_io), (6, 10e6, io));
         assert!(t.iter().all(|(ops, l)| **ops == [Op::Pull] && *l == 1));
         // Periodic: 5 jobs of 1 ms every 10 ms, due after 8 ms.
         let mut p = program(2);
         let (period, deadline) = (SimTime::from_ms_f64(10.0), SimTime::from_ms_f64(8.0));
         let t = expand(
-            &Pattern::Periodic { wcet: 1e6, period, deadline, jobs: 5 },
+            &Pattern::Periodic {
+                wcet: 1e6,
+                period,
+                deadline,
+                jobs: 5,
+            },
             2,
             &mut p,
         );
         assert_eq!((p.period, p.rel_deadline), (period, deadline));
         assert_eq!(t.len(), 2);
         assert_eq!(t[1].1, 5);
-        assert_eq!(*t[1].0, [Op::Compute { work: 1e6, param: 0 }, Op::WaitPeriod]);
+        assert_eq!(
+            *t[1].0,
+            [
+                Op::Compute {
+                    work: 1e6,
+                    param: 0
+                },
+                Op::WaitPeriod
+            ]
+        );
         // Phases: barriers of 2 among 4 threads.
         let mut p = program(4);
         let ops = vec![Op::Sleep { ns: 5 }, Op::Barrier];
         let t = expand(
-            &Pattern::Phases { ops: ops.clone(), loops: 7, barrier_count: Some(2) },
+            &Pattern::Phases {
+                ops: ops.clone(),
+                loops: 7,
+                barrier_count: Some(2),
+            },
             4,
             &mut p,
         );
