@@ -443,7 +443,7 @@ fn overrides_set_nested_paths() {
         ],
     )
     .unwrap();
-    assert_eq!(s.spec.workload.programs[0].threads, Some(4));
+    assert_eq!(s.spec.workload.programs[0].common.threads, Some(4));
     assert_eq!(s.spec.scheduler, "pinned");
     let e = parse(
         text,

@@ -9,6 +9,8 @@
 pub mod dynamic;
 mod machine;
 pub mod presets;
+#[cfg(test)]
+mod program_tests;
 mod spec;
 pub mod vm;
 mod workload;
@@ -27,7 +29,6 @@ use crate::time::SimTime;
 use crate::workload::{ComputeParams, Op, Program};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// A parsed, resolved and validated scenario.
 #[derive(Clone, Debug)]
@@ -389,7 +390,8 @@ pub fn from_value(mut v: Value) -> Result<Scenario, SimError> {
     }
     let spec: ScenarioSpec = serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
+        // A program's errors may name a field below the program.
+        let (path, inner) = spec::join_subpath(&path, &e.into_inner().to_string());
         if path == "." || path.is_empty() {
             SimError::Scenario(inner)
         } else {
@@ -569,7 +571,7 @@ fn total_threads(spec: &ScenarioSpec) -> u64 {
         .programs
         .iter()
         .chain(spec.vms.iter().flat_map(|vm| vm.programs.iter()))
-        .map(|p| u64::from(p.threads.unwrap_or(1)))
+        .map(|p| u64::from(p.common.threads.unwrap_or(1)))
         .sum()
 }
 
@@ -641,13 +643,18 @@ fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts,
                 .map(move |(i, p)| (format!("vms[{k}].programs[{i}]"), p))
         }));
     for (base, p) in all_programs {
-        let mut names = vec![(format!("{base}.class"), p.class.clone())];
+        let mut names = vec![(format!("{base}.class"), p.common.class.clone())];
         let mut feats = p
+            .common
             .feature
             .iter()
             .map(|f| (format!("{base}.feature"), f.clone()))
             .collect::<Vec<_>>();
-        for (j, ph) in p.phases.iter().flatten().enumerate() {
+        let phases = match &p.pattern {
+            ProgramPattern::Phases { phases, .. } => phases.as_slice(),
+            _ => &[],
+        };
+        for (j, ph) in phases.iter().enumerate() {
             if let Some(c) = &ph.class {
                 names.push((format!("{base}.phases[{j}].class"), c.clone()));
             }

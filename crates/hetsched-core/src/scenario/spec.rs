@@ -2,9 +2,15 @@
 //! (`hetsched schema` exports it as JSON Schema). Validation and building
 //! live beside it: `machine.rs`, `workload.rs`, `vm.rs`, `dynamic.rs`.
 
+use schemars::gen::SchemaGenerator;
+use schemars::schema::{InstanceType, Metadata, Schema, SchemaObject, SubschemaValidation};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use serde::de::Error as _;
+use serde::ser::{Error as _, SerializeMap};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 
 fn d_seed() -> u64 {
     1
@@ -379,93 +385,42 @@ pub struct WorkloadSpec {
     pub programs: Vec<ProgramSpec>,
 }
 
-/// Program patterns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ProgramKind {
-    /// One thread computing `work_ms`.
-    Sequential,
-    /// Static data-parallel: `threads` threads share `work_ms` equally, with a
-    /// barrier between `iterations`.
-    Parallel,
-    /// Dynamic binding: `threads` threads pull `chunks` equal chunks of `work_ms`.
-    Dynamic,
-    /// Fork-join: per iteration, thread 0 computes the sequential part while
-    /// the others sleep at a barrier, then all share the parallel part.
-    ForkJoin,
-    /// Process pool (e.g. pmake): `threads` workers take `chunks` jobs, each
-    /// computing then doing `io_ms` of I/O.
-    Pool,
-    /// Periodic real-time tasks: `threads` tasks releasing a job of `wcet_ms`
-    /// every `period_ms`, due `deadline_ms` after release.
-    Periodic,
-    /// Explicit phases run `loops` times by each of `threads` threads.
-    Phases,
+/// A program: the fields every kind takes and its pattern (`kind` with the
+/// fields of that kind). A scenario file writes both as one flat table:
+///
+/// ```toml
+/// [[workload.programs]]
+/// kind = "periodic"   # the pattern ...
+/// period_ms = 10      # ... and its fields
+/// wcet_ms = 2
+/// threads = 2         # fields every kind takes
+/// nice = -5
+/// ```
+///
+/// Reading it is a two-step parse (see [`ProgramSpec::from_map`]), so that a
+/// field given to the wrong kind names the kinds that take it.
+#[derive(Clone, Debug)]
+pub struct ProgramSpec {
+    /// The fields every kind takes.
+    pub common: ProgramCommon,
+    /// The kind and the fields that kind takes.
+    pub pattern: ProgramPattern,
 }
 
-impl ProgramKind {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            ProgramKind::Sequential => "sequential",
-            ProgramKind::Parallel => "parallel",
-            ProgramKind::Dynamic => "dynamic",
-            ProgramKind::ForkJoin => "fork_join",
-            ProgramKind::Pool => "pool",
-            ProgramKind::Periodic => "periodic",
-            ProgramKind::Phases => "phases",
-        }
-    }
-}
-
-/// A program.
+/// The fields of a program that every kind takes.
+///
+/// A new field that applies to every kind goes here (with its default and a
+/// doc comment: the schema and the reference take both from here), and its
+/// validation in `scenario/workload.rs`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ProgramSpec {
+pub struct ProgramCommon {
     /// Name (default `p<index>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Pattern.
-    pub kind: ProgramKind,
     /// Number of threads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
-    /// Total reference work of the program, ms (reference ms = ms on a
-    /// capacity-1024 CPU at its highest frequency).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub work_ms: Option<f64>,
-    /// Barrier-separated iterations (parallel, fork_join).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<u32>,
-    /// Fraction of the work done by thread 0 alone (fork_join).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seq_fraction: Option<f64>,
-    /// Chunks in the shared work queue (dynamic, pool).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chunks: Option<u32>,
-    /// I/O time after each job, ms (pool).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub io_ms: Option<f64>,
-    /// Period, ms (periodic).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub period_ms: Option<f64>,
-    /// Worst-case execution time of a job, reference ms (periodic).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wcet_ms: Option<f64>,
-    /// Relative deadline, ms (periodic; default the period).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deadline_ms: Option<f64>,
-    /// Number of jobs (periodic; default: until the end of the run).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jobs: Option<u32>,
-    /// Phases (phases).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phases: Option<Vec<PhaseSpec>>,
-    /// Times each thread runs its phases (phases).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loops: Option<u32>,
-    /// Threads that a barrier waits for (phases; default all threads).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub barrier_count: Option<u32>,
     /// Start time, ms.
     #[serde(default)]
     pub start_ms: f64,
@@ -522,6 +477,463 @@ pub struct ProgramSpec {
     /// lose to a sharing sibling). Default: the type's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smt_factor: Option<f64>,
+}
+
+/// Program patterns: one variant per `kind`, each holding exactly the fields
+/// that kind takes (a field without a default is required for its kind).
+///
+/// Variant and field names are the file's (`fork_join`, `period_ms`); the
+/// doc comments are the schema's descriptions. The field lists that the
+/// parser checks ("not used by kind ... (used by: ...)", "required for kind
+/// ...") are read from this type's schema, so a new kind or a new field of
+/// one kind is added here only, then converted in `scenario/workload.rs` and
+/// expanded in `workload/patterns.rs` (the compiler points at both matches).
+///
+/// The serde form of this enum alone is externally tagged (`{"periodic":
+/// {...}}`); [`ProgramSpec`] reads and writes it as `kind` plus the fields.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ProgramPattern {
+    /// One thread computing `work_ms`.
+    Sequential {
+        /// Total reference work of the program, ms (reference ms = ms on a
+        /// capacity-1024 CPU at its highest frequency).
+        work_ms: f64,
+    },
+    /// Static data-parallel: `threads` threads share `work_ms` equally, with a
+    /// barrier between `iterations`.
+    Parallel {
+        /// Total reference work of the program, ms (reference ms = ms on a
+        /// capacity-1024 CPU at its highest frequency).
+        work_ms: f64,
+        /// Barrier-separated iterations (parallel, fork_join).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        iterations: Option<u32>,
+    },
+    /// Dynamic binding: `threads` threads pull `chunks` equal chunks of `work_ms`.
+    Dynamic {
+        /// Total reference work of the program, ms (reference ms = ms on a
+        /// capacity-1024 CPU at its highest frequency).
+        work_ms: f64,
+        /// Chunks in the shared work queue (dynamic, pool).
+        chunks: u32,
+    },
+    /// Fork-join: per iteration, thread 0 computes the sequential part while
+    /// the others sleep at a barrier, then all share the parallel part.
+    ForkJoin {
+        /// Total reference work of the program, ms (reference ms = ms on a
+        /// capacity-1024 CPU at its highest frequency).
+        work_ms: f64,
+        /// Barrier-separated iterations (parallel, fork_join).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        iterations: Option<u32>,
+        /// Fraction of the work done by thread 0 alone (fork_join).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq_fraction: Option<f64>,
+    },
+    /// Process pool (e.g. pmake): `threads` workers take `chunks` jobs, each
+    /// computing then doing `io_ms` of I/O.
+    Pool {
+        /// Total reference work of the program, ms (reference ms = ms on a
+        /// capacity-1024 CPU at its highest frequency).
+        work_ms: f64,
+        /// Chunks in the shared work queue (dynamic, pool).
+        chunks: u32,
+        /// I/O time after each job, ms (pool).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        io_ms: Option<f64>,
+    },
+    /// Periodic real-time tasks: `threads` tasks releasing a job of `wcet_ms`
+    /// every `period_ms`, due `deadline_ms` after release.
+    Periodic {
+        /// Period, ms (periodic).
+        period_ms: f64,
+        /// Worst-case execution time of a job, reference ms (periodic).
+        wcet_ms: f64,
+        /// Relative deadline, ms (periodic; default the period).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline_ms: Option<f64>,
+        /// Number of jobs (periodic; default: until the end of the run).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        jobs: Option<u32>,
+    },
+    /// Explicit phases run `loops` times by each of `threads` threads.
+    Phases {
+        /// Phases (phases).
+        phases: Vec<PhaseSpec>,
+        /// Times each thread runs its phases (phases).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        loops: Option<u32>,
+        /// Threads that a barrier waits for (phases; default all threads).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        barrier_count: Option<u32>,
+    },
+}
+
+impl ProgramPattern {
+    /// The kind's name, as scenario files write it (`fork_join`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProgramPattern::Sequential { .. } => "sequential",
+            ProgramPattern::Parallel { .. } => "parallel",
+            ProgramPattern::Dynamic { .. } => "dynamic",
+            ProgramPattern::ForkJoin { .. } => "fork_join",
+            ProgramPattern::Pool { .. } => "pool",
+            ProgramPattern::Periodic { .. } => "periodic",
+            ProgramPattern::Phases { .. } => "phases",
+        }
+    }
+}
+
+/// One program kind as [`ProgramPattern`]'s schema describes it.
+#[derive(Clone, Debug)]
+pub(crate) struct KindInfo {
+    /// Its name (`fork_join`).
+    pub name: String,
+    /// What it is (the variant's doc comment).
+    pub description: Option<String>,
+    /// Its fields and their schemas.
+    pub fields: schemars::Map<String, Schema>,
+    /// Its fields without a default.
+    pub required: BTreeSet<String>,
+}
+
+/// The kinds of [`ProgramPattern`], in declaration order, read from its
+/// schema (schemars follows the serde attributes: the names, defaults and
+/// `Option`s that decide what deserialization accepts and requires).
+fn kinds_from_schema(gen: &mut SchemaGenerator) -> Vec<KindInfo> {
+    let Schema::Object(root) = ProgramPattern::json_schema(gen) else {
+        unreachable!("an enum's schema is an object");
+    };
+    let variants = root
+        .subschemas
+        .and_then(|s| s.one_of)
+        .expect("an enum of struct variants has one subschema per variant");
+    variants
+        .into_iter()
+        .map(|v| {
+            let Schema::Object(outer) = v else {
+                unreachable!("a struct variant's schema is an object");
+            };
+            let description = outer.metadata.as_ref().and_then(|m| m.description.clone());
+            let outer_obj = outer
+                .object
+                .expect("an externally tagged variant is an object");
+            let (name, inner) = outer_obj
+                .properties
+                .into_iter()
+                .next()
+                .expect("an externally tagged variant has one property: its name");
+            let Schema::Object(inner) = inner else {
+                unreachable!("a struct variant's fields are an object");
+            };
+            let obj = inner.object.expect("a struct variant has fields");
+            KindInfo {
+                name,
+                description,
+                fields: obj.properties,
+                required: obj.required.into_iter().collect(),
+            }
+        })
+        .collect()
+}
+
+/// The program kinds (built once).
+pub(crate) fn kinds() -> &'static [KindInfo] {
+    static KINDS: OnceLock<Vec<KindInfo>> = OnceLock::new();
+    KINDS.get_or_init(|| kinds_from_schema(&mut SchemaGenerator::default()))
+}
+
+/// Names of the fields every kind takes (built once).
+fn common_fields() -> &'static BTreeSet<String> {
+    static FIELDS: OnceLock<BTreeSet<String>> = OnceLock::new();
+    FIELDS.get_or_init(|| {
+        let Schema::Object(s) = ProgramCommon::json_schema(&mut SchemaGenerator::default()) else {
+            unreachable!("a struct's schema is an object");
+        };
+        s.object
+            .map(|o| o.properties.into_keys().collect())
+            .unwrap_or_default()
+    })
+}
+
+/// Start of an error message raised while reading a program that names a
+/// place inside the program: `MARK sub-path MARK message`. The scenario
+/// parser (`from_value`) joins the sub-path to the program's own path, so the
+/// message reads `workload.programs[1].period_ms: ...`; serde itself only
+/// knows the program's path.
+pub(crate) const SUBPATH_MARK: char = '\u{1}';
+
+/// A program error at `sub` (a path below the program; empty: the program).
+#[derive(Debug)]
+pub(crate) struct ProgramError {
+    sub: String,
+    msg: String,
+}
+
+impl ProgramError {
+    fn new(sub: impl Into<String>, msg: impl Into<String>) -> Self {
+        ProgramError {
+            sub: sub.into(),
+            msg: msg.into(),
+        }
+    }
+    fn from_serde(e: serde_path_to_error::Error<serde_json::Error>, skip_variant: bool) -> Self {
+        use serde_path_to_error::Segment;
+        let mut sub = String::new();
+        let mut skip = skip_variant;
+        for seg in e.path().iter() {
+            match seg {
+                Segment::Enum { .. } if skip => skip = false,
+                Segment::Seq { index } => sub.push_str(&format!("[{index}]")),
+                Segment::Map { key } | Segment::Enum { variant: key } => {
+                    if !sub.is_empty() {
+                        sub.push('.');
+                    }
+                    sub.push_str(key);
+                }
+                Segment::Unknown => sub.push('?'),
+            }
+        }
+        ProgramError::new(sub, e.into_inner().to_string())
+    }
+}
+
+impl std::fmt::Display for ProgramError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{SUBPATH_MARK}{}{SUBPATH_MARK}{}", self.sub, self.msg)
+    }
+}
+
+/// `path` and `msg` of a deserialization error, with the sub-path of a
+/// program error (see [`SUBPATH_MARK`]) joined to `path`.
+pub(crate) fn join_subpath(path: &str, msg: &str) -> (String, String) {
+    let Some(rest) = msg.strip_prefix(SUBPATH_MARK) else {
+        return (path.to_string(), msg.to_string());
+    };
+    let Some((sub, msg)) = rest.split_once(SUBPATH_MARK) else {
+        return (path.to_string(), rest.to_string());
+    };
+    let joined = if sub.is_empty() {
+        path.to_string()
+    } else if path.is_empty() || path == "." {
+        sub.to_string()
+    } else if sub.starts_with('[') {
+        format!("{path}{sub}")
+    } else {
+        format!("{path}.{sub}")
+    };
+    (joined, msg.to_string())
+}
+
+fn backticked<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    names
+        .into_iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl ProgramSpec {
+    /// Read a program from its table.
+    ///
+    /// Two steps, because serde's own tagged enums report a field of another
+    /// kind as an "unknown field" (without saying which kinds take it), lose
+    /// the path of an error inside a variant (they buffer the table), and
+    /// `flatten` cannot be combined with `deny_unknown_fields`:
+    /// 1. take `kind`, then sort every other field into the fields every kind
+    ///    takes, the fields of this kind, or an error of our own: a field of
+    ///    other kinds names them, an unknown field lists the fields this kind
+    ///    takes, a missing required field is named;
+    /// 2. let the derived impls read each part, keeping their paths.
+    ///
+    /// A `null` field of another kind is absent, as a `null` optional field is.
+    pub(crate) fn from_map(mut map: Map<String, Value>) -> Result<ProgramSpec, ProgramError> {
+        let kinds = kinds();
+        let known = || backticked(kinds.iter().map(|k| k.name.as_str()));
+        let kind = match map.remove("kind") {
+            None => return Err(ProgramError::new("", "missing field `kind`")),
+            Some(Value::String(s)) => match kinds.iter().find(|k| k.name == s) {
+                Some(k) => k,
+                None => {
+                    return Err(ProgramError::new(
+                        "kind",
+                        format!("unknown variant `{s}`, expected one of {}", known()),
+                    ))
+                }
+            },
+            Some(other) => {
+                return Err(ProgramError::new(
+                    "kind",
+                    format!("{other} is not a kind; expected one of {}", known()),
+                ))
+            }
+        };
+        let common_names = common_fields();
+        let mut common = Map::new();
+        let mut own = Map::new();
+        for (key, value) in map {
+            if common_names.contains(&key) {
+                common.insert(key, value);
+            } else if kind.fields.contains_key(&key) {
+                if !value.is_null() {
+                    own.insert(key, value);
+                }
+            } else {
+                let users: Vec<&str> = kinds
+                    .iter()
+                    .filter(|k| k.fields.contains_key(&key))
+                    .map(|k| k.name.as_str())
+                    .collect();
+                if users.is_empty() {
+                    let mut takes: Vec<&str> = common_names
+                        .iter()
+                        .chain(kind.fields.keys())
+                        .map(String::as_str)
+                        .chain(["kind"])
+                        .collect();
+                    takes.sort_unstable();
+                    return Err(ProgramError::new(
+                        "",
+                        format!(
+                            "unknown field `{key}`, expected one of {}",
+                            backticked(takes)
+                        ),
+                    ));
+                }
+                if !value.is_null() {
+                    return Err(ProgramError::new(
+                        key,
+                        format!(
+                            "not used by kind \"{}\" (used by: {})",
+                            kind.name,
+                            users.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(missing) = kind.required.iter().find(|f| !own.contains_key(*f)) {
+            return Err(ProgramError::new(
+                missing.as_str(),
+                format!("required for kind \"{}\"", kind.name),
+            ));
+        }
+        let common: ProgramCommon = serde_path_to_error::deserialize(Value::Object(common))
+            .map_err(|e| ProgramError::from_serde(e, false))?;
+        let mut tagged = Map::new();
+        tagged.insert(kind.name.clone(), Value::Object(own));
+        let pattern: ProgramPattern = serde_path_to_error::deserialize(Value::Object(tagged))
+            .map_err(|e| ProgramError::from_serde(e, true))?;
+        Ok(ProgramSpec { common, pattern })
+    }
+}
+
+impl<'de> Deserialize<'de> for ProgramSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Map::<String, Value>::deserialize(d)?;
+        ProgramSpec::from_map(map).map_err(D::Error::custom)
+    }
+}
+
+impl Serialize for ProgramSpec {
+    /// One flat table: `name`, `kind`, the kind's fields, the other fields.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(mut common) =
+            serde_json::to_value(&self.common).map_err(S::Error::custom)?
+        else {
+            return Err(S::Error::custom("a program's common fields form a table"));
+        };
+        let Value::Object(tagged) =
+            serde_json::to_value(&self.pattern).map_err(S::Error::custom)?
+        else {
+            return Err(S::Error::custom("a program's pattern is a table"));
+        };
+        let mut m = s.serialize_map(None)?;
+        if let Some(name) = common.remove("name") {
+            m.serialize_entry("name", &name)?;
+        }
+        for (kind, fields) in tagged {
+            m.serialize_entry("kind", &kind)?;
+            if let Value::Object(fields) = fields {
+                for (k, v) in fields {
+                    m.serialize_entry(&k, &v)?;
+                }
+            }
+        }
+        for (k, v) in common {
+            m.serialize_entry(&k, &v)?;
+        }
+        m.end()
+    }
+}
+
+impl JsonSchema for ProgramSpec {
+    fn schema_name() -> String {
+        "ProgramSpec".into()
+    }
+
+    /// One object with every field of every kind (each field's description
+    /// says which kinds take it) and `kind` referring to `ProgramKind`, the
+    /// list of kinds: the flat table a scenario file writes.
+    fn json_schema(gen: &mut SchemaGenerator) -> Schema {
+        let Schema::Object(mut obj) = ProgramCommon::json_schema(gen) else {
+            unreachable!("a struct's schema is an object");
+        };
+        obj.metadata().description = Some("A program.".into());
+        let kinds = kinds_from_schema(gen);
+        let kind_schema = Schema::Object(SchemaObject {
+            metadata: Some(Box::new(Metadata {
+                description: Some("Program patterns.".into()),
+                ..Default::default()
+            })),
+            subschemas: Some(Box::new(SubschemaValidation {
+                one_of: Some(
+                    kinds
+                        .iter()
+                        .map(|k| {
+                            Schema::Object(SchemaObject {
+                                metadata: Some(Box::new(Metadata {
+                                    description: k.description.clone(),
+                                    ..Default::default()
+                                })),
+                                instance_type: Some(InstanceType::String.into()),
+                                enum_values: Some(vec![Value::String(k.name.clone())]),
+                                ..Default::default()
+                            })
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            })),
+            ..Default::default()
+        });
+        gen.definitions_mut()
+            .insert("ProgramKind".into(), kind_schema);
+        let kind_ref = Schema::Object(SchemaObject {
+            metadata: Some(Box::new(Metadata {
+                description: Some("Pattern.".into()),
+                ..Default::default()
+            })),
+            subschemas: Some(Box::new(SubschemaValidation {
+                all_of: Some(vec![Schema::new_ref(format!(
+                    "{}ProgramKind",
+                    gen.settings().definitions_path
+                ))]),
+                ..Default::default()
+            })),
+            ..Default::default()
+        });
+        let o = obj.object();
+        o.properties.insert("kind".into(), kind_ref);
+        o.required.insert("kind".into());
+        for k in kinds {
+            for (field, schema) in k.fields {
+                o.properties.entry(field).or_insert(schema);
+            }
+        }
+        Schema::Object(obj)
+    }
 }
 
 /// A step of a program's `nice_schedule`.

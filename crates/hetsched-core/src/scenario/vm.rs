@@ -171,13 +171,13 @@ pub fn build_vms(
             ));
         }
         for (i, p) in vs.programs.iter().enumerate() {
-            if let Some(c) = &p.cpuset {
+            if let Some(c) = &p.common.cpuset {
                 return Err(at(
                     format!("{base}.programs[{i}].cpuset"),
                     format!("\"{c}\": cpusets are host objects; a guest program names vCPUs with affinity"),
                 ));
             }
-            for (j, &v) in p.affinity.iter().flatten().enumerate() {
+            for (j, &v) in p.common.affinity.iter().flatten().enumerate() {
                 if v as usize >= nv {
                     return Err(at(
                         format!("{base}.programs[{i}].affinity[{j}]"),
@@ -211,7 +211,7 @@ pub fn build_vms(
         let mut prog_ids = Vec::new();
         for p in gprogs.iter_mut() {
             p.id += p0;
-            if vs.programs[p.id - p0].name.is_none() {
+            if vs.programs[p.id - p0].common.name.is_none() {
                 p.name = format!("{name}/p{}", p.id - p0);
             }
             for th in p.threads.iter_mut() {

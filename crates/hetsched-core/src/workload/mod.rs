@@ -7,7 +7,9 @@
 //! periodic job and wait for the next release. The program patterns of the
 //! papers (sequential, static data-parallel, dynamic binding, fork-join,
 //! process pools, periodic real-time tasks) are generated from these in
-//! [`crate::scenario`].
+//! [`patterns`], from values the configuration layer has validated.
+
+pub mod patterns;
 
 use crate::time::SimTime;
 
