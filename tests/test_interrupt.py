@@ -3,6 +3,7 @@ and a run stuck at one instant stops with an error naming its program."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -72,32 +73,59 @@ def _interrupt(args: list[str], delay_s: float = 1.5) -> tuple[int, float, str]:
     return proc.returncode, time.monotonic() - sent, err
 
 
-def test_cli_run_stops_on_sigint_within_a_second(tmp_path: Path) -> None:
+def test_cli_run_stops_on_sigint_within_a_second_and_writes_partial_results(
+    tmp_path: Path,
+) -> None:
     scn = tmp_path / "periodic.toml"
     scn.write_text(PERIODIC)
+    out = tmp_path / "out"
     code, after, err = _interrupt(
-        [sys.executable, "-m", "hetsched", "run", str(scn), "--out", str(tmp_path / "out")]
+        [sys.executable, "-m", "hetsched", "run", str(scn), "--out", str(out)]
     )
     assert code == 130, err
     assert after < 3.0
-    assert "interrupted" in err
+    assert "interrupted" in err and "partial results written" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["partial"] is True
+    at = summary["interrupted_at_s"]
+    assert 0.0 < at < 1e7
+    assert summary["sim_end_s"] == at
+    assert summary["events"] > 0
+    assert any("interrupted" in w and "partial" in w for w in summary["warnings"])
+    # The other files of a run are there too, and belong to this run.
+    assert (out / "tasks.csv").exists() and (out / "manifest.json").exists()
 
 
-def test_python_run_raises_keyboard_interrupt(tmp_path: Path) -> None:
+def test_python_run_raises_keyboard_interrupt_with_the_partial_results(tmp_path: Path) -> None:
     scn = tmp_path / "periodic.toml"
     scn.write_text(PERIODIC)
     prog = (
-        "import sys, hetsched\n"
+        "import json, sys, hetsched\n"
         "try:\n"
         f"    hetsched.run({str(scn)!r})\n"
         "except KeyboardInterrupt as e:\n"
-        "    print('partial:', e, file=sys.stderr)\n"
+        "    print('message:', e, file=sys.stderr)\n"
+        "    s = e.results.summary\n"
+        "    print(json.dumps([s['partial'], s['interrupted_at_s'], s['sim_end_s'],\n"
+        "                      len(e.results.tasks)]), file=sys.stderr)\n"
         "    sys.exit(130)\n"
     )
     code, after, err = _interrupt([sys.executable, "-c", prog])
     assert code == 130, err
     assert after < 3.0
     assert "partial" in err and "simulated" in err
+    partial, at, end, ntasks = json.loads(err.strip().splitlines()[-1])
+    assert partial is True
+    assert 0.0 < at == end < 1e7
+    assert ntasks == 64
+
+
+def test_a_progress_callback_that_raises_stops_the_run_with_an_error() -> None:
+    def boom(now_s: float, end_s: float) -> None:
+        raise ValueError("no more")
+
+    with pytest.raises(hetsched.HetschedError, match=r"progress callback raised.*no more"):
+        hetsched.run(hetsched.loads(PERIODIC.replace("10000000.0", "1.0")), progress=boom)
 
 
 def test_barrier_only_loop_stops_with_an_error_naming_the_program() -> None:

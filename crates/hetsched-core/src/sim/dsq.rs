@@ -30,7 +30,7 @@ use crate::policy::scx::{
     dsq_name, DsqOps, View, DSQ_FLAG_BUILTIN, DSQ_GLOBAL, DSQ_LOCAL, DSQ_LOCAL_CPU_MASK,
     DSQ_LOCAL_ON, SLICE_DFL_NS, SLICE_INF,
 };
-use crate::policy::{Ctx, EnqFlags};
+use crate::policy::EnqFlags;
 use crate::time::SimTime;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -528,7 +528,7 @@ impl Engine {
         if self.dsq.is_none() {
             return Ok(());
         }
-        if !self.vms.is_empty() || !self.fusion_levels.is_empty() {
+        if self.vm.any() || self.dyn_fusion_levels() {
             return Err(self.policy_err(
                 "a scheduler that uses dispatch queues cannot run with [[vm]] sections or [dynamic] fusion levels yet"
                     .into(),
@@ -701,7 +701,7 @@ impl Engine {
             d.mode = Mode::Dispatch(cpu);
             d.dispatched = 0;
             self.src = super::Src::Sched;
-            self.sched.dispatch(cx!(self), cpu, prev);
+            self.with_sched(|s, cx| s.dispatch(cx, cpu, prev));
             self.dsq_mode(Mode::Other);
             self.apply()?;
             if has_slice(self) {
