@@ -48,9 +48,15 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _interrupt(args: list[str], delay_s: float = 1.5) -> tuple[int, float, str]:
-    """Start ``args``, send SIGINT after ``delay_s``; return (exit code,
-    seconds from the signal to the exit, stderr)."""
+#: Printed by the child once its imports are done, so that the signal lands
+#: in the run and not in a slow import on a loaded machine.
+READY = "ready"
+
+
+def _interrupt(args: list[str], delay_s: float = 1.0) -> tuple[int, float, str]:
+    """Start ``args``, wait for it to print ``READY`` on stderr, send SIGINT
+    ``delay_s`` later; return (exit code, seconds from the signal to the
+    exit, stderr after ``READY``)."""
     proc = subprocess.Popen(
         args,
         env=_env(),
@@ -60,6 +66,9 @@ def _interrupt(args: list[str], delay_s: float = 1.5) -> tuple[int, float, str]:
         # SIGINT handled normally even when the test runner ignores it.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+    assert proc.stderr is not None
+    first = proc.stderr.readline()
+    assert first.strip() == READY, first + proc.stderr.read()
     time.sleep(delay_s)
     assert proc.poll() is None, "the run ended before it could be interrupted"
     sent = time.monotonic()
@@ -73,15 +82,24 @@ def _interrupt(args: list[str], delay_s: float = 1.5) -> tuple[int, float, str]:
     return proc.returncode, time.monotonic() - sent, err
 
 
+def _cli(argv: list[str]) -> list[str]:
+    """A Python command line that imports the CLI and what a run needs,
+    says ``READY`` and runs ``hetsched ARGV``."""
+    prog = (
+        "import sys, pandas, hetsched.cli\n"
+        f"print({READY!r}, file=sys.stderr, flush=True)\n"
+        f"sys.exit(hetsched.cli.main({argv!r}))\n"
+    )
+    return [sys.executable, "-c", prog]
+
+
 def test_cli_run_stops_on_sigint_within_a_second_and_writes_partial_results(
     tmp_path: Path,
 ) -> None:
     scn = tmp_path / "periodic.toml"
     scn.write_text(PERIODIC)
     out = tmp_path / "out"
-    code, after, err = _interrupt(
-        [sys.executable, "-m", "hetsched", "run", str(scn), "--out", str(out)]
-    )
+    code, after, err = _interrupt(_cli(["run", str(scn), "--out", str(out)]))
     assert code == 130, err
     assert after < 3.0
     assert "interrupted" in err and "partial results written" in err
@@ -100,7 +118,8 @@ def test_python_run_raises_keyboard_interrupt_with_the_partial_results(tmp_path:
     scn = tmp_path / "periodic.toml"
     scn.write_text(PERIODIC)
     prog = (
-        "import json, sys, hetsched\n"
+        "import json, sys, pandas, hetsched\n"
+        f"print({READY!r}, file=sys.stderr, flush=True)\n"
         "try:\n"
         f"    hetsched.run({str(scn)!r})\n"
         "except KeyboardInterrupt as e:\n"
