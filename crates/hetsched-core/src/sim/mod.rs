@@ -387,6 +387,7 @@ impl Engine {
     /// (`obs`: an agent's observations) or a VM's guest scheduler. It
     /// returns the policies beside the context (a split borrow of the
     /// engine), so that one of them can be called with it.
+    #[inline(always)]
     fn ctx<'a>(&'a mut self, who: CtxFor, obs: &'a [Observation]) -> (Policies<'a>, Ctx<'a>) {
         let Engine {
             now,
@@ -467,14 +468,14 @@ impl Engine {
     }
 
     /// Call the host scheduler with a host context.
-    #[inline]
+    #[inline(always)]
     fn with_sched<R>(&mut self, f: impl FnOnce(&mut Box<dyn Scheduler>, &mut Ctx) -> R) -> R {
         let (p, mut cx) = self.ctx(CtxFor::Host, &[]);
         f(p.sched, &mut cx)
     }
 
     /// Call the guest scheduler of VM `k` with its guest context.
-    #[inline]
+    #[inline(always)]
     fn with_guest<R>(
         &mut self,
         k: usize,
