@@ -39,7 +39,10 @@ fn an_interrupted_run_keeps_its_results_up_to_the_interrupt() {
     let at = sum.interrupted_at_s.unwrap();
     assert!((0.3..0.31).contains(&at), "interrupted at {at}");
     assert_eq!(sum.sim_end_s, at);
-    assert!(r.warnings.iter().any(|w| w.contains("interrupted") && w.contains("Ctrl-C")));
+    assert!(r
+        .warnings
+        .iter()
+        .any(|w| w.contains("interrupted") && w.contains("Ctrl-C")));
     // 8 threads × 0.2 ms every 1 ms for ~0.3 s: about 2400 jobs' worth of
     // busy time (0.48 cpu-s), and none of it after the interrupt.
     let busy: f64 = r.tasks.iter().map(|t| t.run_s).sum();

@@ -934,7 +934,9 @@ fn run(
         let e = pyo3::exceptions::PyKeyboardInterrupt::new_err(format!(
             "run interrupted at {:.6} s of {:.6} s simulated, after {} events; \
              the partial results are in the exception's `results`",
-            res.summary.interrupted_at_s.unwrap_or(res.summary.sim_end_s),
+            res.summary
+                .interrupted_at_s
+                .unwrap_or(res.summary.sim_end_s),
             scenario.inner.spec.duration_s,
             res.summary.events
         ));

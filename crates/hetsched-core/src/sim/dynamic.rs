@@ -278,7 +278,9 @@ impl Engine {
     /// processors).
     #[inline]
     pub(super) fn dyn_halt_until(&self, cpu: CpuId) -> SimTime {
-        self.dynm.as_ref().map_or(SimTime::ZERO, |d| d.halt_until(cpu))
+        self.dynm
+            .as_ref()
+            .map_or(SimTime::ZERO, |d| d.halt_until(cpu))
     }
 
     /// Whether the scenario configures fusion levels.
