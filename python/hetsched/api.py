@@ -105,6 +105,12 @@ def run(
     the run); ``check`` runs the invariant checker after each event.
     ``progress=True`` shows a progress bar on stderr for runs longer than a
     moment; a callable receives ``(sim_now_s, sim_end_s)``.
+
+    Ctrl-C stops the run within a fraction of a second and raises
+    :class:`KeyboardInterrupt` whose ``results`` attribute holds the
+    :class:`Results` up to that moment, marked ``summary["partial"] = True``
+    with ``summary["interrupted_at_s"]`` (``None`` if the interrupt came
+    before the run started).
     """
     extra = _overrides(overrides)
     if isinstance(scheduler, str):
@@ -131,6 +137,10 @@ def run(
             agents=list(agents),
             progress=callback,
         )
+    except KeyboardInterrupt as e:
+        raw_partial = getattr(e, "partial_results", None)
+        e.results = Results(raw_partial) if isinstance(raw_partial, str) else None  # type: ignore[attr-defined]
+        raise
     finally:
         if bar is not None:
             bar.close()

@@ -41,6 +41,8 @@ from ._text import fit_width, table
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+#: Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):
@@ -337,8 +339,21 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     scenario = api.load(args.file, args.overrides)
     show_progress = not args.quiet and sys.stderr.isatty()
-    res = api.run(scenario, trace=args.trace, check=args.check, progress=show_progress)
     out = args.out if args.out is not None else Path("results") / _safe_name(scenario.name)
+    try:
+        res = api.run(scenario, trace=args.trace, check=args.check, progress=show_progress)
+    except KeyboardInterrupt as e:
+        partial = getattr(e, "results", None)
+        if partial is None:
+            raise
+        partial.save(out)
+        at = partial.summary.get("interrupted_at_s") or 0.0
+        print(
+            f"hetsched: interrupted at {at:.6g} s of {scenario.duration_s:g} s simulated; "
+            f'partial results written to {out}/ (summary.json has "partial": true)',
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     res.save(out)
     if args.json:
         print(json.dumps({**res.summary, "warnings": res.warnings}, indent=2, sort_keys=True))

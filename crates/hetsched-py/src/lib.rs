@@ -851,14 +851,24 @@ fn run(
             period: SimTime::from_ms_f64(period_ms),
         }));
     }
+    // The exception that stopped the run (Ctrl-C, or one raised by the
+    // progress callback); the engine then ends the run with partial results.
+    let stop: std::cell::RefCell<Option<(&str, PyErr)>> = std::cell::RefCell::new(None);
     let mut cb = |now: f64, end: f64| -> Result<(), String> {
-        py.check_signals()
-            .map_err(|e| format!("KeyboardInterrupt: {e}"))?;
-        if let Some(p) = &progress {
-            p.call1((now, end))
-                .map_err(|e| format!("progress callback raised: {e}"))?;
-        }
-        Ok(())
+        let (what, e) = match py.check_signals() {
+            Err(e) => ("a signal handler raised", e),
+            Ok(()) => match progress.as_ref().map(|p| p.call1((now, end))) {
+                Some(Err(e)) => ("the progress callback raised", e),
+                _ => return Ok(()),
+            },
+        };
+        let msg = if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+            "Ctrl-C".to_string()
+        } else {
+            format!("{what} {e}")
+        };
+        *stop.borrow_mut() = Some((what, e));
+        Err(msg)
     };
     PENDING.with(|p| p.borrow_mut().take());
     let res = hetsched_core::run(
@@ -872,6 +882,17 @@ fn run(
         return Err(e);
     }
     let res: RunResults = res.map_err(to_py)?;
+    let stopped = stop.borrow_mut().take();
+    if let Some((what, e)) = &stopped {
+        if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+            // Only Ctrl-C keeps partial results; another exception is an
+            // error of the caller's code.
+            return Err(HetschedError::new_err(format!(
+                "{what} {e}; the run was stopped at {:.6} s simulated",
+                res.summary.sim_end_s
+            )));
+        }
+    }
     let scn: serde_json::Value =
         serde_json::from_str(&scenario.inner.to_json()).unwrap_or_default();
     // Labels by task id; with VMs, vCPUs (not rows of `tasks`) are named
@@ -913,6 +934,21 @@ fn run(
     out.push_str(",\"labels\":");
     out.push_str(&labels.to_string());
     out.push('}');
+    if stopped.is_some() {
+        // Ctrl-C: a KeyboardInterrupt carrying the results up to the
+        // interrupt (`summary.partial`), wrapped by `hetsched.run`.
+        let e = pyo3::exceptions::PyKeyboardInterrupt::new_err(format!(
+            "run interrupted at {:.6} s of {:.6} s simulated, after {} events; \
+             the partial results are in the exception's `results`",
+            res.summary
+                .interrupted_at_s
+                .unwrap_or(res.summary.sim_end_s),
+            scenario.inner.spec.duration_s,
+            res.summary.events
+        ));
+        e.value_bound(py).setattr("partial_results", out)?;
+        return Err(e);
+    }
     Ok(out)
 }
 

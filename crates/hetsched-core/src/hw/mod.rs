@@ -11,14 +11,17 @@
 //!
 //! Speed model (`ARCHITECTURE.md`): a compute phase of class `c` running on CPU
 //! `p` has compute speed
-//! `s = capacity/1024 × f/f_max × duty_cycle × class_speedup[c] × smt_factor`
-//! (the SMT factor applies only while the sibling context is busy). A phase
+//! `s = capacity/1024 × f/f_max × duty_cycle × class_speedup[c] × smt_factor × fusion`
+//! (the SMT factor applies only while the sibling context is busy; fusion is
+//! the speedup of a fused dynamic processor), composed in one place,
+//! [`speed`]. A phase
 //! with memory intensity `m` (fraction of its reference time stalled on
 //! memory) advances at `1 / ((1 − m)/s + m)` reference nanoseconds per
 //! nanosecond: the compute part scales with the core, the stall part does not.
 
 pub mod dynamic;
 pub mod reconfig;
+pub mod speed;
 
 use crate::time::SimTime;
 
@@ -239,17 +242,21 @@ impl Machine {
         self.features.iter().position(|c| c == name)
     }
     /// Compute speed `s` of CPU `cpu` for class `class` at frequency `mhz`
-    /// with the SMT sibling busy or not (see the module doc).
+    /// with the SMT sibling busy or not, for a program without its own SMT
+    /// factor and outside fused objects ([`Machine::speed`] composes them).
     #[inline]
     pub fn compute_speed(&self, cpu: CpuId, class: usize, mhz: u32, sibling_busy: bool) -> f64 {
-        let c = &self.cpus[cpu];
-        let t = &self.types[c.ty];
-        let smt = if sibling_busy { t.smt_factor } else { 1.0 };
-        t.capacity as f64 / 1024.0
-            * (mhz as f64 / t.fmax() as f64)
-            * c.duty_cycle
-            * t.speedup(class)
-            * smt
+        let w = speed::Work {
+            class,
+            mem: 0.0,
+            smt_factor: None,
+        };
+        let at = speed::Moment {
+            mhz,
+            sibling_busy,
+            fusion: 1.0,
+        };
+        self.speed(cpu, &w, &at)
     }
 
     /// Performance of CPU `cpu` at `mhz` for ratings: the type's given rating

@@ -72,6 +72,12 @@ pub struct Summary {
     pub idle_while_runnable_s: f64,
     /// Hex digest of every decision and state change of the run.
     pub trace_hash: String,
+    /// Whether the run was interrupted (Ctrl-C) before its end: every
+    /// number then covers the run up to `interrupted_at_s` only.
+    pub partial: bool,
+    /// Simulated time at which an interrupted run stopped, s (None if it
+    /// was not interrupted).
+    pub interrupted_at_s: Option<f64>,
 }
 
 /// One task.
@@ -455,6 +461,8 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         tasks_killed: e.tasks.iter().filter(|t| t.kill_reason.is_some()).count(),
         idle_while_runnable_s: idle_waiting,
         trace_hash: format!("{:016x}", e.trace_hash()),
+        partial: e.interrupted().is_some(),
+        interrupted_at_s: e.interrupted().map(|i| i.at.as_secs_f64()),
     };
     RunResults {
         summary,

@@ -30,7 +30,7 @@ use crate::policy::scx::{
     dsq_name, DsqOps, View, DSQ_FLAG_BUILTIN, DSQ_GLOBAL, DSQ_LOCAL, DSQ_LOCAL_CPU_MASK,
     DSQ_LOCAL_ON, SLICE_DFL_NS, SLICE_INF,
 };
-use crate::policy::{Ctx, EnqFlags};
+use crate::policy::EnqFlags;
 use crate::time::SimTime;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -774,7 +774,7 @@ impl Engine {
             d.mode = Mode::Dispatch(cpu);
             d.dispatched = 0;
             self.src = super::Src::Sched;
-            self.sched.dispatch(cx!(self), cpu, prev);
+            self.with_sched(|s, cx| s.dispatch(cx, cpu, prev));
             self.dsq_mode(Mode::Other);
             self.apply()?;
             if let Some(keep) = self.dsq_ready(cpu, prev) {

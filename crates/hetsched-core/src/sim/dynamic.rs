@@ -40,7 +40,7 @@ use crate::hw::dynamic::{DynConfig, ReconfigOp, Reconfigured};
 use crate::hw::reconfig::{Direction, Mechanism, Step, StepKind};
 use crate::hw::CpuId;
 use crate::os::{CpuSet, TaskState};
-use crate::policy::{Ctx, EnqFlags};
+use crate::policy::EnqFlags;
 use crate::time::SimTime;
 use crate::trace::TraceEvent;
 use serde::Serialize;
@@ -175,11 +175,14 @@ pub(super) struct DynState {
     records: Vec<ReconfigRecord>,
     proxies: Vec<ProxyRow>,
     offline_since: Vec<Option<SimTime>>,
+    /// The configured fusion levels (for `Ctx::fusion_levels`).
+    fusion_levels: Vec<usize>,
 }
 
 impl DynState {
     pub(super) fn new(cfg: DynConfig, ncpus: usize) -> DynState {
         DynState {
+            fusion_levels: cfg.fusion.iter().map(|f| f.0).collect(),
             cfg,
             mode: vec![Mode::Online; ncpus],
             fused: vec![None; ncpus],
@@ -204,6 +207,12 @@ impl DynState {
             Some(f) if f.active => self.cfg.fused_speedup(f.cpus.len(), class),
             _ => 1.0,
         }
+    }
+
+    /// The configured fusion levels, in the scenario's order.
+    #[inline]
+    pub(super) fn fusion_levels(&self) -> &[usize] {
+        &self.fusion_levels
     }
 
     /// Until when `cpu` is halted by a stop-machine.
@@ -251,6 +260,29 @@ fn steps_text(steps: &[Step]) -> String {
 }
 
 impl Engine {
+    /// Speed factor of a fused object `cpu` represents, for `class` (1
+    /// without dynamic processors).
+    #[inline]
+    pub(super) fn dyn_fusion(&self, cpu: CpuId, class: usize) -> f64 {
+        self.dynm.as_ref().map_or(1.0, |d| d.speed(cpu, class))
+    }
+
+    /// Whether `cpu` is borrowed by a fused object (its run queue stays
+    /// put); never without dynamic processors.
+    #[inline]
+    pub(super) fn dyn_borrowed(&self, cpu: CpuId) -> bool {
+        self.dynm.as_ref().is_some_and(|d| d.borrowed(cpu))
+    }
+
+    /// Until when `cpu` is halted by a stop-machine (0 without dynamic
+    /// processors).
+    #[inline]
+    pub(super) fn dyn_halt_until(&self, cpu: CpuId) -> SimTime {
+        self.dynm
+            .as_ref()
+            .map_or(SimTime::ZERO, |d| d.halt_until(cpu))
+    }
+
     /// Queue the scripted operations (called once at the start of a run).
     pub(super) fn dyn_start(&mut self) {
         let Some(d) = self.dynm.as_ref() else {
@@ -669,7 +701,7 @@ impl Engine {
             for t in queued {
                 self.dsq_remove(t);
                 self.src = super::Src::Sched;
-                self.sched.dequeue(cx!(self), t, c);
+                self.with_sched(|s, cx| s.dequeue(cx, t, c));
                 self.apply()?;
                 let dst = self.sched_select(t, Some(c), EnqFlags::Affinity)?;
                 self.tasks[t].cpu = dst;
@@ -822,7 +854,7 @@ impl Engine {
                 start,
             };
             self.src = super::Src::Sched;
-            self.sched.on_reconfigured(cx!(self), &info);
+            self.with_sched(|s, cx| s.on_reconfigured(cx, &info));
             self.apply()?;
         }
         Ok(())

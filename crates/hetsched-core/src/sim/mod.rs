@@ -21,7 +21,8 @@ pub mod wakelat;
 pub use setup::{VmRow, VmSetup};
 
 use crate::error::SimError;
-use crate::hw::{busy_power, compute_fraction, idle_power, progress_rate, CpuId, Machine};
+use crate::hw::speed::{Moment, Work};
+use crate::hw::{CpuId, Machine};
 use crate::os::{nice_to_weight, CpuSet, Task, TaskId, TaskState};
 use crate::policy::{Agent, Ctx, EnqFlags, Governor, Observation, Request, Scheduler};
 use crate::time::SimTime;
@@ -129,11 +130,22 @@ const CHECK_WALL: std::time::Duration = std::time::Duration::from_millis(50);
 /// Events at one simulated instant after which a run is declared stuck.
 const STALL_EVENTS: u64 = 1_000_000;
 
-/// Progress callback: `(sim_now_s, sim_end_s)`; an `Err` aborts the run. It
+/// Progress callback: `(sim_now_s, sim_end_s)`; an `Err` stops the run at
+/// that instant, which then ends normally with partial results
+/// ([`Engine::interrupted`] says when and why). It
 /// is called every 1 % of simulated time and also every `CHECK_EVENTS`
 /// events or `CHECK_WALL` of wall time, so that an interrupt is noticed even
 /// when simulated time does not advance.
 pub type Progress<'p> = &'p mut dyn FnMut(f64, f64) -> Result<(), String>;
+
+/// An interrupted run: the progress callback returned an error (Ctrl-C).
+#[derive(Clone, Debug)]
+pub struct Interrupt {
+    /// Simulated time at which the run stopped.
+    pub at: SimTime,
+    /// What the progress callback said.
+    pub why: String,
+}
 
 /// Agent snapshot of one task's counters.
 #[derive(Clone, Copy, Debug, Default)]
@@ -205,18 +217,10 @@ pub struct Engine {
     total_power: f64,
     /// Highest total power (CPUs + platform) seen at the end of an event.
     pub peak_power_w: f64,
-    // Virtual machines (sim/vm.rs); all empty when the scenario has none.
-    vms: Vec<vm::VmRt>,
-    level: Vec<vm::Level>,
-    vinfo: Vec<Option<crate::os::VcpuInfo>>,
-    vreqs: Vec<Request>,
-    vresched: Vec<(usize, CpuId)>,
-    vpicking: Option<(usize, CpuId)>,
-    phys_last: Vec<Option<CpuId>>,
+    /// Virtual machines (`vm.rs`); empty when the scenario has none.
+    vm: vm::VmState,
     /// Dynamic processors: offline CPUs, fused objects, proxies (`dynamic.rs`).
     dynm: Option<Box<dynamic::DynState>>,
-    /// Fusion levels configured (for `Ctx::fusion_levels`).
-    fusion_levels: Vec<usize>,
     /// Per CPU: whether its speed depends on its SMT siblings (a type with
     /// an SMT factor other than 1 or a program with one, and siblings), so
     /// that a change of its
@@ -229,39 +233,34 @@ pub struct Engine {
     dsq: Option<Box<dsq::DsqState>>,
     /// Idle-while-runnable accounting (`idle_wait.rs`).
     iw: idle_wait::IdleWait,
+    /// Set when the progress callback stopped the run.
+    interrupted: Option<Interrupt>,
 }
 
-macro_rules! cx {
-    ($s:ident) => {
-        &mut Ctx {
-            now: $s.now,
-            machine: &$s.m,
-            tasks: &$s.tasks,
-            current: &$s.current,
-            online: &$s.online,
-            domain_mhz: &$s.dom_mhz,
-            progs: &$s.progs,
-            cpusets: &$s.cpusets,
-            ratings: &$s.cpu_rating,
-            reqs: &mut $s.reqs,
-            rng: &mut $s.rng,
-            obs: &[],
-            vcpus: &$s.vinfo,
-            fusion_levels: &$s.fusion_levels,
-            dsq: $s
-                .dsq
-                .as_deref_mut()
-                .map(|d| d as &mut dyn crate::policy::scx::DsqOps),
-        }
-    };
+/// Whose context [`Engine::ctx`] builds.
+#[derive(Copy, Clone, Debug)]
+enum CtxFor {
+    /// The host scheduler or the governor: the machine, with the dispatch
+    /// queues if the scheduler uses them.
+    Host,
+    /// An agent: the machine and the observations it samples.
+    Agent,
+    /// The guest scheduler of VM `k`: the VM's vCPUs.
+    Guest(usize),
 }
 
-mod vm;
-// After `cx!`: the dynamic-processor code uses it.
-pub mod dynamic;
-// After `cx!`: the dispatch-queue code uses it.
+/// The policies of a run, borrowed beside a context (see [`Engine::ctx`]).
+/// In a guest context `sched` is the VM's guest scheduler.
+struct Policies<'a> {
+    sched: &'a mut Box<dyn Scheduler>,
+    gov: &'a mut Box<dyn Governor>,
+    agents: &'a mut [Box<dyn Agent>],
+}
+
 pub mod dsq;
+pub mod dynamic;
 mod idle_wait;
+mod vm;
 
 const HASH_K: u64 = 0x517c_c1b7_2722_0a95;
 
@@ -309,18 +308,13 @@ impl Engine {
             max_rate =
                 max_rate.max(s.machine.compute_speed(c, 0, t.fmax(), false) / t.speedup(0) * best);
         }
-        let fusion_levels: Vec<usize> = s
-            .dynamic
-            .iter()
-            .flat_map(|d| d.fusion.iter().map(|f| f.0))
-            .collect();
         let dynm = s.dynamic.map(|d| Box::new(dynamic::DynState::new(d, n)));
         if let Some(d) = &dynm {
             max_rate *= d.max_speed();
         }
         let nagents = s.agents.len();
         let nd = s.machine.domains.len();
-        let vmp = vm::build(s.vms, s.tasks.len());
+        let vm = vm::VmState::new(s.vms, &s.programs, s.tasks.len());
         let dsq = s
             .scheduler
             .uses_dsqs()
@@ -367,19 +361,13 @@ impl Engine {
             cpusets: s.cpusets,
             total_power: 0.0,
             peak_power_w: 0.0,
-            vms: vmp.vms,
-            level: vmp.level,
-            vinfo: vmp.vinfo,
-            vreqs: Vec::new(),
-            vresched: Vec::new(),
-            vpicking: None,
-            phys_last: Vec::new(),
+            vm,
             dynm,
-            fusion_levels,
             smt_shared: Vec::new(),
             any_feature: false,
             dsq,
             iw: idle_wait::IdleWait::new(n),
+            interrupted: None,
         };
         e.any_feature = e
             .progs
@@ -395,11 +383,110 @@ impl Engine {
                 (program_smt || e.m.ty(c).smt_factor != 1.0) && !e.m.cpus[c].siblings.is_empty()
             })
             .collect();
-        if !e.vms.is_empty() {
-            e.vm_mark_guests();
-        }
         e.update_ratings();
         e
+    }
+
+    /// The one constructor of a policy context, for the host's policies
+    /// (`obs`: an agent's observations) or a VM's guest scheduler. It
+    /// returns the policies beside the context (a split borrow of the
+    /// engine), so that one of them can be called with it.
+    #[inline(always)]
+    fn ctx<'a>(&'a mut self, who: CtxFor, obs: &'a [Observation]) -> (Policies<'a>, Ctx<'a>) {
+        let Engine {
+            now,
+            m,
+            tasks,
+            progs,
+            current,
+            online,
+            dom_mhz,
+            cpusets,
+            cpu_rating,
+            reqs,
+            rng,
+            sched,
+            gov,
+            agents,
+            vm,
+            dynm,
+            dsq,
+            ..
+        } = self;
+        let vm::VmState {
+            vms,
+            vinfo,
+            reqs: vreqs,
+            ..
+        } = vm;
+        let (sched, cx) = match who {
+            CtxFor::Host | CtxFor::Agent => {
+                let dsq = match who {
+                    CtxFor::Host => dsq
+                        .as_deref_mut()
+                        .map(|d| d as &mut dyn crate::policy::scx::DsqOps),
+                    _ => None,
+                };
+                let cx = Ctx {
+                    now: *now,
+                    machine: m,
+                    tasks,
+                    current,
+                    online,
+                    domain_mhz: dom_mhz,
+                    progs,
+                    cpusets,
+                    ratings: cpu_rating,
+                    reqs,
+                    rng,
+                    obs,
+                    vcpus: vinfo,
+                    fusion_levels: dynm.as_deref().map_or(&[], |d| d.fusion_levels()),
+                    dsq,
+                };
+                (sched, cx)
+            }
+            CtxFor::Guest(k) => {
+                let g = &mut vms[k];
+                let cx = Ctx {
+                    now: *now,
+                    machine: &g.machine,
+                    tasks,
+                    current: &g.vcur,
+                    online: &g.online,
+                    domain_mhz: &g.dom_mhz,
+                    progs,
+                    cpusets: &[],
+                    ratings: &g.ratings,
+                    reqs: vreqs,
+                    rng,
+                    obs,
+                    vcpus: &[],
+                    fusion_levels: &[],
+                    dsq: None,
+                };
+                (&mut g.sched, cx)
+            }
+        };
+        (Policies { sched, gov, agents }, cx)
+    }
+
+    /// Call the host scheduler with a host context.
+    #[inline(always)]
+    fn with_sched<R>(&mut self, f: impl FnOnce(&mut Box<dyn Scheduler>, &mut Ctx) -> R) -> R {
+        let (p, mut cx) = self.ctx(CtxFor::Host, &[]);
+        f(p.sched, &mut cx)
+    }
+
+    /// Call the guest scheduler of VM `k` with its guest context.
+    #[inline(always)]
+    fn with_guest<R>(
+        &mut self,
+        k: usize,
+        f: impl FnOnce(&mut Box<dyn Scheduler>, &mut Ctx) -> R,
+    ) -> R {
+        let (p, mut cx) = self.ctx(CtxFor::Guest(k), &[]);
+        f(p.sched, &mut cx)
     }
 
     /// Recompute every CPU's rating (after a frequency change).
@@ -509,7 +596,7 @@ impl Engine {
             return;
         }
         // With VMs, a vCPU's run time is its own and its progress its guest's.
-        let cur = if self.level.is_empty() {
+        let cur = if !self.vm.any() {
             self.current[cpu]
         } else {
             self.vm_sync(cpu, dt)
@@ -546,50 +633,45 @@ impl Engine {
     /// Call after `sync`.
     fn refresh(&mut self, cpu: CpuId) {
         let hw = &self.m.cpus[cpu];
-        let ty = &self.m.types[hw.ty];
         let gen = self.cpus[cpu].comp_gen.wrapping_add(1);
         self.cpus[cpu].comp_gen = gen;
         let old_power = self.cpus[cpu].power;
+        let mhz = self.dom_mhz[hw.domain];
         match self.exec_task(cpu) {
             None => {
                 let c = &mut self.cpus[cpu];
                 c.rate = 0.0;
-                let mhz = self.dom_mhz[hw.domain];
                 if c.idle_key != Some(mhz) {
-                    let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
                     c.idle_key = Some(mhz);
-                    c.idle_val = idle_power(ty, &ty.pstates[ps_idx]);
+                    c.idle_val = self.m.idle_power_at(cpu, mhz);
                 }
                 c.power = c.idle_val;
             }
             Some(t) => {
                 let task = &self.tasks[t];
-                // A program may lose more or less than the type's factor.
-                let smt = self.progs[task.program].params[task.param as usize]
-                    .smt_factor
-                    .unwrap_or(ty.smt_factor);
-                let sib_busy = smt != 1.0 && hw.siblings.iter().any(|&s| self.current[s].is_some());
-                let mhz = self.dom_mhz[hw.domain];
+                let p = &self.progs[task.program].params[task.param as usize];
+                // A busy sibling matters only where the SMT factor is not 1.
+                let sib_busy = self.m.smt_factor(cpu, p.smt_factor) != 1.0
+                    && hw.siblings.iter().any(|&s| self.current[s].is_some());
                 let key = (task.program, task.param, mhz, sib_busy);
                 let (rate, power) = match self.cpus[cpu].rate_key {
                     Some(k) if k == key && self.dynm.is_none() => self.cpus[cpu].rate_val,
                     _ => {
-                        let p = &self.progs[task.program].params[task.param as usize];
-                        let mut s = self.m.compute_speed(cpu, p.class, mhz, false);
-                        if sib_busy {
-                            s *= smt;
-                        }
-                        if let Some(d) = &self.dynm {
-                            s *= d.speed(cpu, p.class);
-                        }
-                        let rate = progress_rate(s, p.mem);
-                        let cf = compute_fraction(s, p.mem);
-                        let ps_idx = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
-                        let power = busy_power(ty, &ty.pstates[ps_idx], hw.duty_cycle, cf);
+                        let w = Work {
+                            class: p.class,
+                            mem: p.mem,
+                            smt_factor: p.smt_factor,
+                        };
+                        let at = Moment {
+                            mhz,
+                            sibling_busy: sib_busy,
+                            fusion: self.dyn_fusion(cpu, p.class),
+                        };
+                        let b = self.m.busy(cpu, &w, &at);
                         let c = &mut self.cpus[cpu];
                         c.rate_key = Some(key);
-                        c.rate_val = (rate, power);
-                        (rate, power)
+                        c.rate_val = (b.rate, b.power);
+                        (b.rate, b.power)
                     }
                 };
                 let dt = if task.remaining <= 0.0 {
@@ -617,17 +699,16 @@ impl Engine {
     /// The task executing on `cpu` (for a vCPU: its guest's current task).
     #[inline]
     fn exec_task(&self, cpu: CpuId) -> Option<TaskId> {
-        if self.level.is_empty() {
-            self.current[cpu]
-        } else {
-            self.vm_exec(cpu)
+        match self.current[cpu] {
+            Some(t) if self.vm.any() => self.vm.exec(t),
+            cur => cur,
         }
     }
 
     /// Whether `cpu` needs ticks: its scheduler asked, or its vCPU's guest.
     #[inline]
     fn wants_tick(&self, cpu: CpuId) -> bool {
-        self.cpus[cpu].tick_wanted || (!self.level.is_empty() && self.vm_wants_tick(cpu))
+        self.cpus[cpu].tick_wanted || self.current[cpu].is_some_and(|t| self.vm.wants_tick(t))
     }
 
     /// A CPU's busy state changed: SMT siblings may change speed.
@@ -639,18 +720,14 @@ impl Engine {
     }
 
     fn refresh_siblings_now(&mut self, cpu: CpuId) {
-        let type_smt = self.m.types[self.m.cpus[cpu].ty].smt_factor;
         for i in 0..self.m.cpus[cpu].siblings.len() {
             let s = self.m.cpus[cpu].siblings[i];
             if self.current[s].is_some() {
-                let smt = self
-                    .exec_task(s)
-                    .and_then(|t| {
-                        let task = &self.tasks[t];
-                        self.progs[task.program].params[task.param as usize].smt_factor
-                    })
-                    .unwrap_or(type_smt);
-                if smt == 1.0 {
+                let program = self.exec_task(s).and_then(|t| {
+                    let task = &self.tasks[t];
+                    self.progs[task.program].params[task.param as usize].smt_factor
+                });
+                if self.m.smt_factor(s, program) == 1.0 {
                     continue;
                 }
                 self.sync(s);
@@ -805,7 +882,7 @@ impl Engine {
     ) -> Result<CpuId, SimError> {
         self.src = Src::Sched;
         self.dsq_mode(dsq::Mode::Select(t));
-        let cpu = self.sched.select_cpu(cx!(self), t, prev, flags);
+        let cpu = self.with_sched(|s, cx| s.select_cpu(cx, t, prev, flags));
         self.dsq_mode(dsq::Mode::Other);
         self.apply()?;
         self.src = Src::Sched;
@@ -815,7 +892,7 @@ impl Engine {
             )));
         }
         // A CPU borrowed by a fused object still queues its own threads.
-        if !self.online[cpu] && !self.dynm.as_ref().is_some_and(|d| d.borrowed(cpu)) {
+        if !self.online[cpu] && !self.dyn_borrowed(cpu) {
             return Err(self.policy_err(format!(
                 "select_cpu returned cpu {cpu} for task {t}, which is offline"
             )));
@@ -837,7 +914,7 @@ impl Engine {
         // A task queued directly from select_cpu skips enqueue (sched_ext).
         if !self.dsq_queued(t) {
             self.dsq_mode(dsq::Mode::Enqueue(cpu));
-            self.sched.enqueue(cx!(self), t, cpu, flags);
+            self.with_sched(|s, cx| s.enqueue(cx, t, cpu, flags));
             self.dsq_mode(dsq::Mode::Other);
         }
         self.apply()?;
@@ -952,7 +1029,7 @@ impl Engine {
                         TaskState::Runnable => {
                             self.dsq_remove(task);
                             self.src = Src::Sched;
-                            self.sched.dequeue(cx!(self), task, cur);
+                            self.with_sched(|s, cx| s.dequeue(cx, task, cur));
                             self.apply()?;
                             let dst = self.sched_select(task, Some(cur), EnqFlags::Affinity)?;
                             self.tasks[task].cpu = dst;
@@ -976,7 +1053,7 @@ impl Engine {
                 if old != self.tasks[task].weight {
                     let saved = self.src;
                     self.src = Src::Sched;
-                    self.sched.reweight(cx!(self), task, old);
+                    self.with_sched(|s, cx| s.reweight(cx, task, old));
                     self.apply()?;
                     self.src = saved;
                 }
@@ -1102,7 +1179,7 @@ impl Engine {
             if prev != cpu {
                 // A vCPU's cache refill is charged to the guest task it
                 // executes (sim/vm.rs).
-                if self.level.is_empty() || !self.is_vcpu(t) {
+                if !self.vm.is_vcpu(t) {
                     let task = &self.tasks[t];
                     let ws = self.progs[task.program].params[task.param as usize].working_set_kb;
                     stall += self.m.migration.cost(&self.m, prev, cpu, ws).0;
@@ -1125,20 +1202,16 @@ impl Engine {
             self.tasks[t].stall_until = self.now + SimTime(stall);
         }
         // A CPU halted by stop-machine (or busy reconfiguring) runs nothing.
-        if let Some(d) = &self.dynm {
-            let h = d.halt_until(cpu);
-            if h > self.tasks[t].stall_until {
-                self.tasks[t].stall_until = h;
-            }
+        let h = self.dyn_halt_until(cpu);
+        if h > self.tasks[t].stall_until {
+            self.tasks[t].stall_until = h;
         }
         self.current[cpu] = Some(t);
         self.iw_cpu(cpu);
         self.cpus[cpu].run_since = self.now;
-        if !self.level.is_empty() && self.is_vcpu(t) {
-            self.vm_vcpu_started(cpu);
-        }
+        self.vm_vcpu_started(cpu, t);
         self.src = Src::Sched;
-        self.sched.running(cx!(self), t, cpu);
+        self.with_sched(|s, cx| s.running(cx, t, cpu));
         self.apply()?;
         if self.current[cpu] != Some(t) {
             return Ok(());
@@ -1166,7 +1239,7 @@ impl Engine {
     }
 
     fn feature_ok_slow(&mut self, t: TaskId, cpu: CpuId) -> Result<bool, SimError> {
-        if !self.level.is_empty() && self.is_vcpu(t) {
+        if self.vm.is_vcpu(t) {
             return Ok(true); // ISA features are not modelled inside VMs
         }
         let task = &self.tasks[t];
@@ -1179,7 +1252,7 @@ impl Engine {
         self.tasks[t].c.faults += 1;
         self.tasks[t].pending_stall += self.m.fault_trap.0;
         self.src = Src::Sched;
-        let handled = self.sched.on_fault(cx!(self), t, cpu, f);
+        let handled = self.with_sched(|s, cx| s.on_fault(cx, t, cpu, f));
         self.apply()?;
         let t_ns = self.now.0;
         self.emit(8, t as u64, cpu as u64, f as u64, || TraceEvent::Fault {
@@ -1225,9 +1298,7 @@ impl Engine {
     fn stop_running(&mut self, cpu: CpuId, runnable: bool) -> Result<TaskId, SimError> {
         let t = self.current[cpu].expect("stop_running on idle cpu");
         self.sync(cpu);
-        if !self.level.is_empty() && self.is_vcpu(t) {
-            self.vm_vcpu_stopping(cpu);
-        }
+        self.vm_vcpu_stopping(t);
         // A stall cut short by preemption is owed at the next start.
         let owed = self.tasks[t].stall_until.since(self.now).0;
         if owed > 0 {
@@ -1254,7 +1325,7 @@ impl Engine {
             self.dsq_charge(cpu, t);
         }
         self.src = Src::Sched;
-        self.sched.stopping(cx!(self), t, cpu, runnable);
+        self.with_sched(|s, cx| s.stopping(cx, t, cpu, runnable));
         self.apply()?;
         self.refresh(cpu);
         self.refresh_siblings(cpu);
@@ -1277,7 +1348,7 @@ impl Engine {
             let mut dst = self.tasks[t].cpu;
             // A CPU borrowed by a fused object keeps its queue: a task
             // preempted there waits there for the split.
-            let kept = !self.online[dst] && self.dynm.as_ref().is_some_and(|d| d.borrowed(dst));
+            let kept = !self.online[dst] && self.dyn_borrowed(dst);
             if !self.tasks[t].affinity.contains(dst) || (!self.online[dst] && !kept) {
                 dst = self.sched_select(t, Some(cpu), EnqFlags::Affinity)?;
                 flags = EnqFlags::Affinity;
@@ -1325,16 +1396,16 @@ impl Engine {
     /// it has none, `balance` then `pick_next` once more.
     fn pick(&mut self, cpu: CpuId) -> Result<Option<TaskId>, SimError> {
         self.src = Src::Sched;
-        let next = self.sched.pick_next(cx!(self), cpu);
+        let next = self.with_sched(|s, cx| s.pick_next(cx, cpu));
         self.apply()?;
         if next.is_some() {
             return Ok(next);
         }
         self.src = Src::Sched;
-        self.sched.balance(cx!(self), cpu);
+        self.with_sched(|s, cx| s.balance(cx, cpu));
         self.apply()?;
         self.src = Src::Sched;
-        let next = self.sched.pick_next(cx!(self), cpu);
+        let next = self.with_sched(|s, cx| s.pick_next(cx, cpu));
         self.apply()?;
         Ok(next)
     }
@@ -1351,10 +1422,9 @@ impl Engine {
             }
             self.resched_list.clear();
             // Guest-level reschedules may block or wake vCPUs in the host.
-            if self.vresched.is_empty() {
+            if !self.vm_process_resched()? {
                 return Ok(());
             }
-            self.vm_process_resched()?;
         }
     }
 
@@ -1362,7 +1432,7 @@ impl Engine {
 
     /// Make `t` runnable and place it.
     fn wake(&mut self, t: TaskId, flags: EnqFlags) -> Result<(), SimError> {
-        if !self.level.is_empty() && self.is_guest(t) {
+        if self.vm.is_guest(t) {
             return self.g_wake(t, flags);
         }
         self.set_state(t, TaskState::Runnable);
@@ -1383,7 +1453,7 @@ impl Engine {
     }
 
     fn block(&mut self, t: TaskId, state: TaskState, reason: &'static str) -> Result<(), SimError> {
-        if self.tasks[t].state == TaskState::Running && !self.level.is_empty() && self.is_guest(t) {
+        if self.tasks[t].state == TaskState::Running && self.vm.is_guest(t) {
             self.g_unrun(t)?;
         } else if self.tasks[t].state == TaskState::Running {
             let cpu = self.tasks[t].cpu;
@@ -1433,7 +1503,7 @@ impl Engine {
     }
 
     fn exit(&mut self, t: TaskId) -> Result<(), SimError> {
-        if self.tasks[t].state == TaskState::Running && !self.level.is_empty() && self.is_guest(t) {
+        if self.tasks[t].state == TaskState::Running && self.vm.is_guest(t) {
             self.g_unrun(t)?;
         } else if self.tasks[t].state == TaskState::Running {
             let cpu = self.tasks[t].cpu;
@@ -1663,7 +1733,7 @@ impl Engine {
     /// runnable.
     fn need_cpu(&mut self, t: TaskId) -> Result<(), SimError> {
         match self.tasks[t].state {
-            TaskState::Running if !self.level.is_empty() && self.is_guest(t) => {
+            TaskState::Running if self.vm.is_guest(t) => {
                 self.g_need_cpu_running(t);
                 Ok(())
             }
@@ -1753,7 +1823,10 @@ impl Engine {
             self.refresh(c);
         }
         self.src = Src::Gov;
-        self.gov.init(cx!(self));
+        {
+            let (p, mut cx) = self.ctx(CtxFor::Host, &[]);
+            p.gov.init(&mut cx);
+        }
         self.apply()?;
         // Cpusets with a fixed frequency set their domains (validated whole).
         for i in 0..self.cpusets.len() {
@@ -1770,12 +1843,15 @@ impl Engine {
             }
         }
         self.src = Src::Sched;
-        self.sched.init(cx!(self));
+        self.with_sched(|s, cx| s.init(cx));
         self.apply()?;
         self.vm_init()?;
         for i in 0..self.agents.len() {
             self.src = Src::Agent(i);
-            self.agents[i].init(cx!(self));
+            {
+                let (p, mut cx) = self.ctx(CtxFor::Agent, &[]);
+                p.agents[i].init(&mut cx);
+            }
             self.apply()?;
             let first = self.agents[i].first_sample();
             self.q
@@ -1826,15 +1902,10 @@ impl Engine {
                     last_cb_popped = popped;
                     last_cb_wall = std::time::Instant::now();
                     if let Some(cb) = progress.as_mut() {
-                        cb(self.now.as_secs_f64(), end_s).map_err(|m| {
-                            SimError::Interrupted(format!(
-                                "{m} (at {:.6} s of {:.6} s simulated, after {} events; \
-                                 results are partial and were not kept)",
-                                self.now.as_secs_f64(),
-                                end_s,
-                                self.events
-                            ))
-                        })?;
+                        if let Err(m) = cb(self.now.as_secs_f64(), end_s) {
+                            self.interrupt(m, end_s);
+                            break;
+                        }
                     }
                 }
             }
@@ -1874,14 +1945,19 @@ impl Engine {
             if self.now >= next_progress {
                 next_progress = self.now + step_progress;
                 if let Some(cb) = progress.as_mut() {
-                    cb(self.now.as_secs_f64(), end_s).map_err(SimError::Interrupted)?;
+                    if let Err(m) = cb(self.now.as_secs_f64(), end_s) {
+                        self.interrupt(m, end_s);
+                        break;
+                    }
                 }
             }
         }
         // The End event (always queued at the duration, or earlier when every
-        // program finished) closed the loop: `now` is the end of the run.
+        // program finished) or an interrupt closed the loop: `now` is the end
+        // of the run.
         self.end = self.now;
-        if self.q.is_empty() && self.programs_done < self.progs.len() {
+        let interrupted = self.interrupted.is_some();
+        if !interrupted && self.q.is_empty() && self.programs_done < self.progs.len() {
             let stuck = self
                 .tasks
                 .iter()
@@ -1893,8 +1969,10 @@ impl Engine {
                 ));
             }
         }
-        if let Some(w) = self.never_ran_warning() {
-            self.warnings.push(w);
+        if !interrupted {
+            if let Some(w) = self.never_ran_warning() {
+                self.warnings.push(w);
+            }
         }
         for c in 0..self.m.ncpus() {
             self.sync(c);
@@ -1915,12 +1993,30 @@ impl Engine {
             let s = self.tasks[t].state;
             self.set_state(t, s);
         }
-        if let Some(cb) = progress.as_mut() {
+        if let Some(cb) = progress.as_mut().filter(|_| !interrupted) {
             // The final 100% report: the run is complete, so an interrupt
             // arriving now has nothing left to stop.
             let _ = cb(self.now.as_secs_f64(), end_s);
         }
         Ok(())
+    }
+
+    /// The progress callback asked to stop (Ctrl-C): the run ends at the
+    /// current instant and its results so far are kept, marked partial.
+    fn interrupt(&mut self, why: String, end_s: f64) {
+        let now_s = self.now.as_secs_f64();
+        self.warnings.push(format!(
+            "run interrupted at {now_s:.6} s of {end_s:.6} s simulated, after {} events ({why}): \
+             the results are partial",
+            self.events
+        ));
+        self.interrupted = Some(Interrupt { at: self.now, why });
+    }
+
+    /// Why and when the run was interrupted, if it was (its results are
+    /// then partial: they end at that instant).
+    pub fn interrupted(&self) -> Option<&Interrupt> {
+        self.interrupted.as_ref()
     }
 
     /// The programs of the tasks an event concerns: the task it wakes, the
@@ -2041,7 +2137,7 @@ impl Engine {
                     return Ok(false);
                 };
                 let host = c.tick_wanted;
-                let guest = !self.level.is_empty() && self.vm_wants_tick(cpu);
+                let guest = self.vm.wants_tick(t);
                 if !host && !guest {
                     return Ok(false);
                 }
@@ -2049,7 +2145,7 @@ impl Engine {
                 if host {
                     self.cpus[cpu].ticks += 1;
                     self.src = Src::Sched;
-                    self.sched.tick(cx!(self), cpu, t);
+                    self.with_sched(|s, cx| s.tick(cx, cpu, t));
                     self.apply()?;
                 }
                 if guest {
@@ -2066,7 +2162,7 @@ impl Engine {
                 }
                 self.timers.remove(&token);
                 self.src = Src::Sched;
-                self.sched.on_timer(cx!(self), token);
+                self.with_sched(|s, cx| s.on_timer(cx, token));
                 self.apply()?;
             }
             Ev::FreqApply { domain, gen } => {
@@ -2083,7 +2179,10 @@ impl Engine {
                 }
                 let busy: Vec<u64> = self.cpus.iter().map(|c| c.busy_ns).collect();
                 self.src = Src::Gov;
-                self.gov.sample(cx!(self), &busy);
+                {
+                    let (p, mut cx) = self.ctx(CtxFor::Host, &[]);
+                    p.gov.sample(&mut cx, &busy);
+                }
                 self.apply()?;
                 if let Some(p) = self.gov.period() {
                     self.q.push(self.now + p, EventClass::Sample, Ev::GovSample);
@@ -2094,24 +2193,8 @@ impl Engine {
                 let obs = self.observations(i);
                 self.src = Src::Agent(i);
                 {
-                    let cx = &mut Ctx {
-                        now: self.now,
-                        machine: &self.m,
-                        tasks: &self.tasks,
-                        current: &self.current,
-                        online: &self.online,
-                        domain_mhz: &self.dom_mhz,
-                        progs: &self.progs,
-                        cpusets: &self.cpusets,
-                        ratings: &self.cpu_rating,
-                        reqs: &mut self.reqs,
-                        rng: &mut self.rng,
-                        obs: &obs,
-                        vcpus: &self.vinfo,
-                        fusion_levels: &self.fusion_levels,
-                        dsq: None,
-                    };
-                    self.agents[i].sample(cx);
+                    let (p, mut cx) = self.ctx(CtxFor::Agent, &obs);
+                    p.agents[i].sample(&mut cx);
                 }
                 self.apply()?;
                 let p = self.agents[i].period();

@@ -24,9 +24,10 @@ use crate::hw::{CpuId, Machine};
 
 use crate::os::VcpuInfo;
 use crate::os::{CpuSet, TaskId, TaskState};
-use crate::policy::{Ctx, EnqFlags, Request, Scheduler};
+use crate::policy::{EnqFlags, Request, Scheduler};
 use crate::time::SimTime;
 use crate::trace::TraceEvent;
+use crate::workload::Program;
 
 /// The level of a task.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -39,14 +40,16 @@ pub(crate) enum Level {
 /// Run-time state of one VM.
 pub(crate) struct VmRt {
     name: String,
-    sched: Box<dyn Scheduler>,
-    machine: Machine,
+    /// The guest scheduler, and below what its context shows: the guest's
+    /// machine, current tasks, online vCPUs, frequencies and ratings.
+    pub(super) sched: Box<dyn Scheduler>,
+    pub(super) machine: Machine,
     /// Guest task current on each vCPU.
-    vcur: Vec<Option<TaskId>>,
+    pub(super) vcur: Vec<Option<TaskId>>,
     vcpu_task: Vec<TaskId>,
-    online: Vec<bool>,
-    dom_mhz: Vec<u32>,
-    ratings: Vec<f64>,
+    pub(super) online: Vec<bool>,
+    pub(super) dom_mhz: Vec<u32>,
+    pub(super) ratings: Vec<f64>,
     need_resched: Vec<bool>,
     tick_wanted: Vec<bool>,
     programs: Vec<usize>,
@@ -58,131 +61,152 @@ pub(crate) struct VmRt {
     active_timeline: Vec<(u64, u32)>,
 }
 
-/// The VM part of an engine, built from the setup's VMs.
-pub(crate) struct VmParts {
-    pub vms: Vec<VmRt>,
-    pub level: Vec<Level>,
-    pub vinfo: Vec<Option<VcpuInfo>>,
+/// The engine's VM state: every VM's run-time state, the level of every
+/// task, and the guest level's pending requests and reschedules. Empty (and
+/// never consulted on the hot paths) when the scenario has no VMs.
+pub(crate) struct VmState {
+    pub(super) vms: Vec<VmRt>,
+    /// Level of each task (empty without VMs).
+    pub(super) level: Vec<Level>,
+    /// Per task: what a host scheduler sees of a vCPU.
+    pub(super) vinfo: Vec<Option<VcpuInfo>>,
+    /// Requests recorded by the guest scheduler being called.
+    pub(super) reqs: Vec<Request>,
+    /// Guest-level reschedules to serve, `(vm, vCPU)`.
+    pub(super) resched: Vec<(usize, CpuId)>,
+    /// The vCPU whose guest `pick_next`/`balance` is running.
+    pub(super) picking: Option<(usize, CpuId)>,
+    /// Per guest task: the host CPU it last executed on.
+    pub(super) phys_last: Vec<Option<CpuId>>,
 }
 
-/// Build the engine's VM state (`ntasks`: all tasks of the run).
-pub(crate) fn build(setups: Vec<VmSetup>, ntasks: usize) -> VmParts {
-    if setups.is_empty() {
-        return VmParts {
+impl VmState {
+    /// Build the VM state from the setup's VMs (`progs`: every program of
+    /// the run, whose threads are the tasks).
+    pub(super) fn new(setups: Vec<VmSetup>, progs: &[Program], ntasks: usize) -> VmState {
+        let mut st = VmState {
             vms: Vec::new(),
             level: Vec::new(),
             vinfo: Vec::new(),
+            reqs: Vec::new(),
+            resched: Vec::new(),
+            picking: None,
+            phys_last: Vec::new(),
         };
-    }
-    let mut level = vec![Level::Native; ntasks];
-    let mut vinfo = vec![None; ntasks];
-    let mut vms = Vec::new();
-    for (k, s) in setups.into_iter().enumerate() {
-        let nv = s.vcpu_tasks.len();
-        for (v, &t) in s.vcpu_tasks.iter().enumerate() {
-            level[t] = Level::Vcpu {
-                vm: k as u32,
-                v: v as u32,
-            };
-            vinfo[t] = Some(s.info[v].clone());
+        if setups.is_empty() {
+            return st;
         }
-        let fmax = s.machine.types[s.machine.domains[0].ty].fmax();
-        vms.push(VmRt {
-            name: s.name,
-            sched: s.scheduler,
-            machine: s.machine,
-            vcur: vec![None; nv],
-            vcpu_task: s.vcpu_tasks,
-            online: vec![true; nv],
-            dom_mhz: vec![fmax],
-            ratings: vec![1.0; nv],
-            need_resched: vec![false; nv],
-            tick_wanted: vec![false; nv],
-            programs: s.programs,
-            priority: s.priority,
-            aware: s.aware,
-            weight: s.info[0].weight,
-            active: 0,
-            active_timeline: vec![(0, 0)],
-        });
+        st.level = vec![Level::Native; ntasks];
+        st.vinfo = vec![None; ntasks];
+        for (k, s) in setups.into_iter().enumerate() {
+            let nv = s.vcpu_tasks.len();
+            for (v, &t) in s.vcpu_tasks.iter().enumerate() {
+                st.level[t] = Level::Vcpu {
+                    vm: k as u32,
+                    v: v as u32,
+                };
+                st.vinfo[t] = Some(s.info[v].clone());
+            }
+            let fmax = s.machine.types[s.machine.domains[0].ty].fmax();
+            st.vms.push(VmRt {
+                name: s.name,
+                sched: s.scheduler,
+                machine: s.machine,
+                vcur: vec![None; nv],
+                vcpu_task: s.vcpu_tasks,
+                online: vec![true; nv],
+                dom_mhz: vec![fmax],
+                ratings: vec![1.0; nv],
+                need_resched: vec![false; nv],
+                tick_wanted: vec![false; nv],
+                programs: s.programs,
+                priority: s.priority,
+                aware: s.aware,
+                weight: s.info[0].weight,
+                active: 0,
+                active_timeline: vec![(0, 0)],
+            });
+        }
+        // The guest threads: every thread of a VM's programs.
+        for (k, vm) in st.vms.iter().enumerate() {
+            for &p in &vm.programs {
+                for &t in &progs[p].threads {
+                    st.level[t] = Level::Guest { vm: k as u32 };
+                }
+            }
+        }
+        st.phys_last = vec![None; ntasks];
+        st
     }
-    VmParts { vms, level, vinfo }
-}
 
-/// Run a guest scheduler callback with a guest context.
-macro_rules! guest {
-    ($s:ident, $k:expr, |$sch:ident, $cx:ident| $body:expr) => {{
-        let VmRt {
-            sched: $sch,
-            machine,
-            vcur,
-            online,
-            dom_mhz,
-            ratings,
-            ..
-        } = &mut $s.vms[$k];
-        let $cx = &mut Ctx {
-            now: $s.now,
-            machine: &*machine,
-            tasks: &$s.tasks,
-            current: &*vcur,
-            online: &*online,
-            domain_mhz: &*dom_mhz,
-            progs: &$s.progs,
-            cpusets: &[],
-            ratings: &*ratings,
-            reqs: &mut $s.vreqs,
-            rng: &mut $s.rng,
-            obs: &[],
-            vcpus: &[],
-            fusion_levels: &[],
-            dsq: None,
-        };
-        $body
-    }};
+    /// Whether the run has VMs.
+    #[inline]
+    pub(super) fn any(&self) -> bool {
+        !self.level.is_empty()
+    }
+
+    /// Level of task `t`.
+    #[inline]
+    pub(super) fn level_of(&self, t: TaskId) -> Level {
+        self.level.get(t).copied().unwrap_or(Level::Native)
+    }
+
+    /// Whether `t` is a vCPU.
+    #[inline]
+    pub(super) fn is_vcpu(&self, t: TaskId) -> bool {
+        self.any() && matches!(self.level_of(t), Level::Vcpu { .. })
+    }
+
+    /// Whether `t` is a guest thread.
+    #[inline]
+    pub(super) fn is_guest(&self, t: TaskId) -> bool {
+        self.any() && matches!(self.level_of(t), Level::Guest { .. })
+    }
+
+    /// The task executing when `t` is current on a host CPU: `t`, or for a
+    /// vCPU its guest's current task.
+    #[inline]
+    pub(super) fn exec(&self, t: TaskId) -> Option<TaskId> {
+        match self.level_of(t) {
+            Level::Vcpu { vm, v } => self.vms[vm as usize].vcur[v as usize],
+            _ => Some(t),
+        }
+    }
+
+    /// Whether task `t`, current on a host CPU, is a vCPU whose guest wants
+    /// ticks and has a task to tick.
+    #[inline]
+    pub(super) fn wants_tick(&self, t: TaskId) -> bool {
+        if !self.any() {
+            return false;
+        }
+        match self.level_of(t) {
+            Level::Vcpu { vm, v } => {
+                let vm = &self.vms[vm as usize];
+                vm.tick_wanted[v as usize] && vm.vcur[v as usize].is_some()
+            }
+            _ => false,
+        }
+    }
 }
 
 impl Engine {
     /// Level of task `t`.
     #[inline]
     pub(crate) fn level_of(&self, t: TaskId) -> Level {
-        self.level.get(t).copied().unwrap_or(Level::Native)
+        self.vm.level_of(t)
     }
 
     /// Whether `t` is a vCPU.
     #[inline]
     pub fn is_vcpu(&self, t: TaskId) -> bool {
-        matches!(self.level_of(t), Level::Vcpu { .. })
+        self.vm.is_vcpu(t)
     }
 
     /// Whether `t` is a guest thread.
     #[inline]
     pub(crate) fn is_guest(&self, t: TaskId) -> bool {
-        matches!(self.level_of(t), Level::Guest { .. })
-    }
-
-    /// Mark the guest threads (called once the levels table exists).
-    pub(crate) fn vm_mark_guests(&mut self) {
-        for k in 0..self.vms.len() {
-            for i in 0..self.vms[k].programs.len() {
-                let p = self.vms[k].programs[i];
-                for j in 0..self.progs[p].threads.len() {
-                    let t = self.progs[p].threads[j];
-                    self.level[t] = Level::Guest { vm: k as u32 };
-                }
-            }
-        }
-        self.phys_last = vec![None; self.tasks.len()];
-    }
-
-    /// The task executing on host CPU `cpu`: its current task, or for a vCPU
-    /// the guest task current on it.
-    pub(crate) fn vm_exec(&self, cpu: CpuId) -> Option<TaskId> {
-        let t = self.current[cpu]?;
-        match self.level_of(t) {
-            Level::Vcpu { vm, v } => self.vms[vm as usize].vcur[v as usize],
-            _ => Some(t),
-        }
+        self.vm.is_guest(t)
     }
 
     /// `sync` for a CPU that may run a vCPU: account the vCPU's run time and
@@ -195,33 +219,22 @@ impl Engine {
             task.c.run_ns += dt;
             task.c.run_ns_by_type[ty] += dt;
             task.c.scaled_run_ns += dt as f64 * self.cpu_rating[cpu];
-            return self.vms[vm as usize].vcur[v as usize];
+            return self.vm.vms[vm as usize].vcur[v as usize];
         }
         Some(t)
     }
 
     /// Host CPU running vCPU `v` of VM `k`, if the host runs it.
     fn vcpu_pcpu(&self, k: usize, v: usize) -> Option<CpuId> {
-        let vt = self.vms[k].vcpu_task[v];
+        let vt = self.vm.vms[k].vcpu_task[v];
         (self.tasks[vt].state == TaskState::Running).then_some(self.tasks[vt].cpu)
-    }
-
-    /// Whether host CPU `cpu` runs a vCPU whose guest wants ticks.
-    pub(crate) fn vm_wants_tick(&self, cpu: CpuId) -> bool {
-        match self.current[cpu].map(|t| self.level_of(t)) {
-            Some(Level::Vcpu { vm, v }) => {
-                let vm = &self.vms[vm as usize];
-                vm.tick_wanted[v as usize] && vm.vcur[v as usize].is_some()
-            }
-            _ => false,
-        }
     }
 
     /// Guest task `g` starts executing on host CPU `p` (call after `sync(p)`):
     /// charge the cache refill if it last executed elsewhere.
     pub(crate) fn vm_exec_begin(&mut self, p: CpuId, g: TaskId) {
         let mut stall = std::mem::take(&mut self.tasks[g].pending_stall);
-        if let Some(prev) = self.phys_last[g] {
+        if let Some(prev) = self.vm.phys_last[g] {
             if prev != p {
                 let task = &self.tasks[g];
                 let ws = self.progs[task.program].params[task.param as usize].working_set_kb;
@@ -229,7 +242,7 @@ impl Engine {
                 self.tasks[g].c.migrations += 1;
             }
         }
-        self.phys_last[g] = Some(p);
+        self.vm.phys_last[g] = Some(p);
         if stall > 0 {
             self.tasks[g].stall_until = self.now + SimTime(stall);
         }
@@ -245,16 +258,26 @@ impl Engine {
         }
     }
 
-    /// The host starts running vCPU task `vt` on `cpu` (after `sync`).
-    pub(crate) fn vm_vcpu_started(&mut self, cpu: CpuId) {
-        if let Some(g) = self.vm_exec(cpu) {
+    /// The host starts running task `t` on `cpu` (after `sync`): if it is a
+    /// vCPU, its guest's current task starts executing there.
+    #[inline]
+    pub(crate) fn vm_vcpu_started(&mut self, cpu: CpuId, t: TaskId) {
+        if !self.vm.is_vcpu(t) {
+            return;
+        }
+        if let Some(g) = self.vm.exec(t) {
             self.vm_exec_begin(cpu, g);
         }
     }
 
-    /// The host stops running the vCPU on `cpu` (after `sync`).
-    pub(crate) fn vm_vcpu_stopping(&mut self, cpu: CpuId) {
-        if let Some(g) = self.vm_exec(cpu) {
+    /// The host stops running task `t` (after `sync`): if it is a vCPU, its
+    /// guest's current task stops executing.
+    #[inline]
+    pub(crate) fn vm_vcpu_stopping(&mut self, t: TaskId) {
+        if !self.vm.is_vcpu(t) {
+            return;
+        }
+        if let Some(g) = self.vm.exec(t) {
             self.vm_exec_end(g);
         }
     }
@@ -270,8 +293,8 @@ impl Engine {
         SimError::Policy {
             policy: format!(
                 "guest scheduler \"{}\" of VM \"{}\"",
-                self.vms[k].sched.name(),
-                self.vms[k].name
+                self.vm.vms[k].sched.name(),
+                self.vm.vms[k].name
             ),
             time: self.now,
             message: what,
@@ -279,23 +302,23 @@ impl Engine {
     }
 
     fn g_flag(&mut self, k: usize, v: usize) {
-        if !self.vms[k].need_resched[v] {
-            self.vms[k].need_resched[v] = true;
-            self.vresched.push((k, v));
+        if !self.vm.vms[k].need_resched[v] {
+            self.vm.vms[k].need_resched[v] = true;
+            self.vm.resched.push((k, v));
         }
     }
 
     fn g_kick(&mut self, k: usize, v: usize) {
-        if self.vms[k].vcur[v].is_none() && self.vpicking != Some((k, v)) {
+        if self.vm.vms[k].vcur[v].is_none() && self.vm.picking != Some((k, v)) {
             self.g_flag(k, v);
         }
     }
 
     /// Apply the requests a guest scheduler recorded.
     fn g_apply(&mut self, k: usize) -> Result<(), SimError> {
-        let nv = self.vms[k].vcur.len();
-        while !self.vreqs.is_empty() {
-            let batch = std::mem::take(&mut self.vreqs);
+        let nv = self.vm.vms[k].vcur.len();
+        while !self.vm.reqs.is_empty() {
+            let batch = std::mem::take(&mut self.vm.reqs);
             for r in batch {
                 let bad_v = |s: &Self, v: CpuId, what: &str| -> Result<(), SimError> {
                     if v >= nv {
@@ -351,9 +374,9 @@ impl Engine {
                     }
                     Request::WantTick { cpu: v, on } => {
                         bad_v(self, v, "want_tick")?;
-                        self.vms[k].tick_wanted[v] = on;
+                        self.vm.vms[k].tick_wanted[v] = on;
                         if let Some(p) = self.vcpu_pcpu(k, v) {
-                            if on && self.vms[k].vcur[v].is_some() && !self.cpus[p].tick_armed {
+                            if on && self.vm.vms[k].vcur[v].is_some() && !self.cpus[p].tick_armed {
                                 self.arm_tick(p);
                             }
                         }
@@ -370,7 +393,7 @@ impl Engine {
                         self.tasks[task].nice = nice;
                         self.tasks[task].weight = crate::os::nice_to_weight(nice);
                         if old != self.tasks[task].weight {
-                            guest!(self, k, |s, cx| s.reweight(cx, task, old));
+                            self.with_guest(k, |s, cx| s.reweight(cx, task, old));
                         }
                     }
                     Request::SetAffinity { task, cpus } => {
@@ -388,7 +411,7 @@ impl Engine {
                             match self.tasks[task].state {
                                 TaskState::Running => self.g_flag(k, cur),
                                 TaskState::Runnable => {
-                                    guest!(self, k, |s, cx| s.dequeue(cx, task, cur));
+                                    self.with_guest(k, |s, cx| s.dequeue(cx, task, cur));
                                     let dst =
                                         self.g_select(k, task, Some(cur), EnqFlags::Affinity)?;
                                     self.tasks[task].cpu = dst;
@@ -418,9 +441,9 @@ impl Engine {
         prev: Option<CpuId>,
         flags: EnqFlags,
     ) -> Result<CpuId, SimError> {
-        let v = guest!(self, k, |s, cx| s.select_cpu(cx, t, prev, flags));
+        let v = self.with_guest(k, |s, cx| s.select_cpu(cx, t, prev, flags));
         self.g_apply(k)?;
-        let nv = self.vms[k].vcur.len();
+        let nv = self.vm.vms[k].vcur.len();
         if v >= nv {
             return Err(self.guest_err(
                 k,
@@ -443,7 +466,7 @@ impl Engine {
         v: CpuId,
         flags: EnqFlags,
     ) -> Result<(), SimError> {
-        guest!(self, k, |s, cx| s.enqueue(cx, t, v, flags));
+        self.with_guest(k, |s, cx| s.enqueue(cx, t, v, flags));
         self.g_apply(k)?;
         self.g_kick(k, v);
         Ok(())
@@ -478,19 +501,19 @@ impl Engine {
     }
 
     fn g_stop(&mut self, k: usize, v: usize, runnable: bool) -> Result<TaskId, SimError> {
-        let t = self.vms[k].vcur[v].expect("g_stop on an idle vCPU");
+        let t = self.vm.vms[k].vcur[v].expect("g_stop on an idle vCPU");
         let p = self.vcpu_pcpu(k, v);
         if let Some(p) = p {
             self.sync(p);
             self.vm_exec_end(t);
         }
-        self.vms[k].vcur[v] = None;
+        self.vm.vms[k].vcur[v] = None;
         if runnable {
             self.set_state(t, TaskState::Runnable);
         } else {
             self.tasks[t].c.csw_voluntary += 1;
         }
-        guest!(self, k, |s, cx| s.stopping(cx, t, v, runnable));
+        self.with_guest(k, |s, cx| s.stopping(cx, t, v, runnable));
         self.g_apply(k)?;
         if let Some(p) = p {
             self.refresh(p);
@@ -508,19 +531,19 @@ impl Engine {
         self.set_state(t, TaskState::Running);
         self.tasks[t].last_ran = Some(v);
         self.tasks[t].cpu = v;
-        self.vms[k].vcur[v] = Some(t);
-        guest!(self, k, |s, cx| s.running(cx, t, v));
+        self.vm.vms[k].vcur[v] = Some(t);
+        self.with_guest(k, |s, cx| s.running(cx, t, v));
         self.g_apply(k)?;
-        if self.vms[k].vcur[v] != Some(t) {
+        if self.vm.vms[k].vcur[v] != Some(t) {
             return Ok(());
         }
-        let vt = self.vms[k].vcpu_task[v];
+        let vt = self.vm.vms[k].vcpu_task[v];
         match self.tasks[vt].state {
             TaskState::Running => {
                 let p = self.tasks[vt].cpu;
                 self.vm_exec_begin(p, t);
                 self.refresh(p);
-                if self.vms[k].tick_wanted[v] && !self.cpus[p].tick_armed {
+                if self.vm.vms[k].tick_wanted[v] && !self.cpus[p].tick_armed {
                     self.arm_tick(p);
                 }
             }
@@ -538,7 +561,7 @@ impl Engine {
     }
 
     fn vm_active(&mut self, k: usize, delta: i32) {
-        let vm = &mut self.vms[k];
+        let vm = &mut self.vm.vms[k];
         vm.active = (vm.active as i32 + delta).max(0) as u32;
         let now = self.now.0;
         match vm.active_timeline.last_mut() {
@@ -549,7 +572,7 @@ impl Engine {
 
     /// vCPU `v` has nothing to run: it blocks in the host.
     fn vcpu_idle(&mut self, k: usize, v: usize) -> Result<(), SimError> {
-        let vt = self.vms[k].vcpu_task[v];
+        let vt = self.vm.vms[k].vcpu_task[v];
         match self.tasks[vt].state {
             TaskState::Running => {
                 self.vm_active(k, -1);
@@ -559,7 +582,7 @@ impl Engine {
                 self.vm_active(k, -1);
                 let cpu = self.tasks[vt].cpu;
                 self.src = Src::Sched;
-                self.sched.dequeue(cx!(self), vt, cpu);
+                self.with_sched(|s, cx| s.dequeue(cx, vt, cpu));
                 self.apply()?;
                 self.set_state(vt, TaskState::Sleeping);
                 let t_ns = self.now.0;
@@ -575,22 +598,22 @@ impl Engine {
     }
 
     fn g_pick(&mut self, k: usize, v: usize) -> Result<Option<TaskId>, SimError> {
-        let next = guest!(self, k, |s, cx| s.pick_next(cx, v));
+        let next = self.with_guest(k, |s, cx| s.pick_next(cx, v));
         self.g_apply(k)?;
         if next.is_some() {
             return Ok(next);
         }
-        guest!(self, k, |s, cx| s.balance(cx, v));
+        self.with_guest(k, |s, cx| s.balance(cx, v));
         self.g_apply(k)?;
-        let next = guest!(self, k, |s, cx| s.pick_next(cx, v));
+        let next = self.with_guest(k, |s, cx| s.pick_next(cx, v));
         self.g_apply(k)?;
         Ok(next)
     }
 
     /// Reschedule vCPU `v` of VM `k` at the guest level.
     fn g_resched(&mut self, k: usize, v: usize) -> Result<(), SimError> {
-        self.vms[k].need_resched[v] = false;
-        let prev = self.vms[k].vcur[v];
+        self.vm.vms[k].need_resched[v] = false;
+        let prev = self.vm.vms[k].vcur[v];
         if let Some(t) = prev {
             if self.tasks[t].state != TaskState::Running {
                 return Ok(());
@@ -607,13 +630,13 @@ impl Engine {
             self.tasks[t].cpu = dst;
             self.g_enqueue(k, t, dst, flags)?;
         }
-        if self.vms[k].vcur[v].is_some() {
+        if self.vm.vms[k].vcur[v].is_some() {
             return Ok(());
         }
-        self.vms[k].need_resched[v] = false;
-        self.vpicking = Some((k, v));
+        self.vm.vms[k].need_resched[v] = false;
+        self.vm.picking = Some((k, v));
         let next = self.g_pick(k, v);
-        self.vpicking = None;
+        self.vm.picking = None;
         match next? {
             Some(n) => {
                 if n >= self.tasks.len() || self.level_of(n) != (Level::Guest { vm: k as u32 }) {
@@ -658,18 +681,23 @@ impl Engine {
         Ok(())
     }
 
-    /// Serve the guest-level reschedule requests.
-    pub(crate) fn vm_process_resched(&mut self) -> Result<(), SimError> {
+    /// Serve the guest-level reschedule requests; `false` when there were
+    /// none (they may block or wake vCPUs in the host, which then need
+    /// reschedules of their own).
+    pub(crate) fn vm_process_resched(&mut self) -> Result<bool, SimError> {
+        if self.vm.resched.is_empty() {
+            return Ok(false);
+        }
         let mut i = 0;
-        while i < self.vresched.len() {
-            let (k, v) = self.vresched[i];
+        while i < self.vm.resched.len() {
+            let (k, v) = self.vm.resched[i];
             i += 1;
-            if self.vms[k].need_resched[v] {
+            if self.vm.vms[k].need_resched[v] {
                 self.g_resched(k, v)?;
             }
         }
-        self.vresched.clear();
-        Ok(())
+        self.vm.resched.clear();
+        Ok(true)
     }
 
     /// A guest task running on its vCPU got more work: re-plan the host CPU
@@ -678,7 +706,7 @@ impl Engine {
         let k = self.vm_of(t);
         let v = self.tasks[t].cpu;
         if let Some(p) = self.vcpu_pcpu(k, v) {
-            if self.vms[k].vcur[v] == Some(t) {
+            if self.vm.vms[k].vcur[v] == Some(t) {
                 self.refresh(p);
             }
         }
@@ -690,20 +718,20 @@ impl Engine {
             return Ok(());
         };
         let (k, v) = (vm as usize, v as usize);
-        if !self.vms[k].tick_wanted[v] {
+        if !self.vm.vms[k].tick_wanted[v] {
             return Ok(());
         }
-        let Some(g) = self.vms[k].vcur[v] else {
+        let Some(g) = self.vm.vms[k].vcur[v] else {
             return Ok(());
         };
-        guest!(self, k, |s, cx| s.tick(cx, v, g));
+        self.with_guest(k, |s, cx| s.tick(cx, v, g));
         self.g_apply(k)
     }
 
     /// Initialise the guest schedulers.
     pub(crate) fn vm_init(&mut self) -> Result<(), SimError> {
-        for k in 0..self.vms.len() {
-            guest!(self, k, |s, cx| s.init(cx));
+        for k in 0..self.vm.vms.len() {
+            self.with_guest(k, |s, cx| s.init(cx));
             self.g_apply(k)?;
         }
         Ok(())
@@ -711,7 +739,7 @@ impl Engine {
 
     /// Invariants of the two levels.
     pub(crate) fn vm_check(&self) -> Result<(), String> {
-        for (k, vm) in self.vms.iter().enumerate() {
+        for (k, vm) in self.vm.vms.iter().enumerate() {
             for (v, cur) in vm.vcur.iter().enumerate() {
                 let vt = vm.vcpu_task[v];
                 if let Some(g) = *cur {
@@ -747,7 +775,8 @@ impl Engine {
                     .then(b.cmp(&a))
             })
             .map(|c| self.m.cpus[c].ty);
-        self.vms
+        self.vm
+            .vms
             .iter()
             .enumerate()
             .map(|(k, vm)| {
