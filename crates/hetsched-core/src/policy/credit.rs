@@ -543,8 +543,16 @@ impl Credit {
     fn audit_masks(&self, cx: &Ctx) {
         for c in 0..cx.ncpus() {
             let bit = |m: &[u64]| m[c / 64] & (1 << (c % 64)) != 0;
-            assert_eq!(bit(&self.run_mask), cx.current(c).is_some(), "run mask, cpu {c}");
-            assert_eq!(bit(&self.le[2]), !self.rq[c].is_empty(), "queued mask, cpu {c}");
+            assert_eq!(
+                bit(&self.run_mask),
+                cx.current(c).is_some(),
+                "run mask, cpu {c}"
+            );
+            assert_eq!(
+                bit(&self.le[2]),
+                !self.rq[c].is_empty(),
+                "queued mask, cpu {c}"
+            );
             for p in 0..3 {
                 let want = self.rq[c].iter().any(|&t| self.pri[t] as usize <= p);
                 assert_eq!(bit(&self.le[p]), want, "priority mask {p}, cpu {c}");
@@ -889,9 +897,7 @@ impl Credit {
                 // Swap with a fast vCPU of the same VM further down.
                 let j = (0..q.len()).find(|&j| {
                     let u = q[j];
-                    !skip(u)
-                        && Self::eligible(cx, u)
-                        && cx.vcpu(u).is_some_and(|w| w.vm == v.vm)
+                    !skip(u) && Self::eligible(cx, u) && cx.vcpu(u).is_some_and(|w| w.vm == v.vm)
                 });
                 if let Some(j) = j {
                     q.swap(i, j);
@@ -936,8 +942,7 @@ impl Credit {
     fn fast_target(&self, cx: &Ctx, t: TaskId) -> Option<CpuId> {
         let a = self.aash.as_ref().expect("aash");
         let busy = |c: CpuId| {
-            cx.current(c)
-                .is_some_and(|u| u != t && a.is_holder[u])
+            cx.current(c).is_some_and(|u| u != t && a.is_holder[u])
                 || self.rq[c].iter().any(|&u| u != t && a.is_holder[u])
         };
         let cands: Vec<CpuId> = (0..self.rq.len())
@@ -1013,11 +1018,7 @@ impl Credit {
         let nslow = (0..cx.ncpus())
             .filter(|&c| !self.is_fast(c) && cx.online(c))
             .count() as f64;
-        let rest: Vec<TaskId> = active
-            .iter()
-            .copied()
-            .filter(|&t| !is_chosen[t])
-            .collect();
+        let rest: Vec<TaskId> = active.iter().copied().filter(|&t| !is_chosen[t]).collect();
         if !rest.is_empty() {
             let each = nslow * period_credits / rest.len() as f64;
             let cap = self.cap();
@@ -1152,12 +1153,9 @@ impl Scheduler for Credit {
             if !a.is_holder[task] && Self::eligible_wake(cx, task) {
                 // The first fast CPU that runs nothing and queues nothing.
                 let (fm, run, q) = (&self.fast_mask, &self.run_mask, &self.le[2]);
-                let fast_idle = scan_bits(
-                    0,
-                    n,
-                    &|w| fm[w] & !run[w] & !q[w],
-                    &mut |c| cx.online(c) && cx.task(task).affinity.contains(c),
-                );
+                let fast_idle = scan_bits(0, n, &|w| fm[w] & !run[w] & !q[w], &mut |c| {
+                    cx.online(c) && cx.task(task).affinity.contains(c)
+                });
                 if let Some(f) = fast_idle {
                     let left_ticks = self.acct_ticks - self.ticks % self.acct_ticks;
                     let credits = left_ticks as f64 * self.tick.0 as f64 * 1e-6 * CREDITS_PER_MS;
