@@ -227,8 +227,10 @@ def table(results: Mapping[str, Mapping[str, float]], small: Size, large: Size,
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(lines)
     widths = [max(len(x[i]) for x in [head, *rows]) for i in range(4)]
-    fmt = "  ".join(["{:<%d}" % widths[0]] + ["{:>%d}" % w for w in widths[1:]])
-    return "\n".join(fmt.format(*r) for r in [head, *rows])
+    return "\n".join(
+        "  ".join([r[0].ljust(widths[0])] + [x.rjust(w) for x, w in zip(r[1:], widths[1:], strict=True)])
+        for r in [head, *rows]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
