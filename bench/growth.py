@@ -227,10 +227,12 @@ def table(results: Mapping[str, Mapping[str, float]], small: Size, large: Size,
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(lines)
     widths = [max(len(x[i]) for x in [head, *rows]) for i in range(4)]
-    return "\n".join(
-        "  ".join([r[0].ljust(widths[0])] + [x.rjust(w) for x, w in zip(r[1:], widths[1:], strict=True)])
-        for r in [head, *rows]
-    )
+    def line(r: tuple[str, ...]) -> str:
+        cells = [r[0].ljust(widths[0])]
+        cells += [x.rjust(w) for x, w in zip(r[1:], widths[1:], strict=True)]
+        return "  ".join(cells)
+
+    return "\n".join(line(r) for r in [head, *rows])
 
 
 def main(argv: list[str] | None = None) -> int:
