@@ -269,8 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         everything = {}
         for small, large in axes:
-            res = measure_growth(args.policies, small, large,
-                                 progress=lambda m: print(f"growth: {m} ...", file=sys.stderr))
+            res = {}
+            for policy in args.policies:
+                res.update(measure_growth([policy], small, large,
+                                          progress=lambda m: print(f"growth: {m} ...",
+                                                                   file=sys.stderr)))
+                r = res[policy]
+                print(f"growth: {policy}: {r['small']:.0f} -> {r['large']:.0f} instructions "
+                      f"per event, ratio {r['ratio']:.2f}", file=sys.stderr, flush=True)
             everything[f"{small.cpus}x{small.threads}->{large.cpus}x{large.threads}"] = res
             if not args.json:
                 print(table(res, small, large, args.markdown))
