@@ -47,7 +47,8 @@ def test_start_up_cancels_and_the_ratio_is_large_over_small():
 def test_vm_points_have_one_vcpu_per_cpu_and_the_threads_asked_for():
     scn = growth.scenario("xen-credit", growth.Size.parse({"cpus": 64, "threads": 1000}), 0.5)
     assert sum(vm["vcpus"] for vm in scn["vms"]) == 64
-    assert sum(p["threads"] for vm in scn["vms"] for p in vm["programs"]) == 16 * 62
+    # A quarter of the threads, as guest threads (4 per vCPU at 16 per CPU).
+    assert sum(p["threads"] for vm in scn["vms"] for p in vm["programs"]) == 16 * 15
     native = growth.scenario("dwrr", growth.Size.parse(growth.CPU_LARGE), 0.5)
     assert native["scheduler"] == "dwrr"
     assert native["workload"]["programs"][0]["threads"] == 1024 * 16
