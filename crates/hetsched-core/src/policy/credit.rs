@@ -54,6 +54,9 @@ use std::collections::VecDeque;
 /// Xen's credits per millisecond of run time.
 const CREDITS_PER_MS: f64 = 10.0;
 
+/// No run queue (`Credit::rq_of`).
+const NONE: usize = usize::MAX;
+
 const BOOST: u8 = 0;
 const UNDER: u8 = 1;
 const OVER: u8 = 2;
@@ -139,6 +142,15 @@ struct Aash {
     fast_credit: Vec<f64>,
     /// Holders of fast credits this period (in grant order).
     holders: Vec<TaskId>,
+    /// Per task: whether it is in `holders` (kept with it).
+    is_holder: Vec<bool>,
+    /// Per task: whether it sits in `fastq` (else in `normal`, if known).
+    in_fastq: Vec<bool>,
+    /// VMs whose vCPUs changed state since `update_queues` last looked
+    /// (one vCPU task of each): only their vCPUs can change queue.
+    dirty: Vec<TaskId>,
+    /// Per VM: whether it is in `dirty`.
+    vm_dirty: Vec<bool>,
     /// Grants in order, for tests and reports: (time, task).
     pub grants: Vec<(SimTime, TaskId)>,
 }
@@ -151,6 +163,8 @@ struct LlcMasks {
     idx: Vec<usize>,
     mask: Vec<Vec<u64>>,
     count: Vec<usize>,
+    /// Each domain's words that hold any of its CPUs: `lo..hi`.
+    span: Vec<(usize, usize)>,
 }
 
 impl LlcMasks {
@@ -172,6 +186,15 @@ impl LlcMasks {
             out.mask[d][c / 64] |= 1 << (c % 64);
         }
         out.count = vec![0; ids.len()];
+        out.span = out
+            .mask
+            .iter()
+            .map(|m| {
+                let lo = m.iter().position(|&w| w != 0).unwrap_or(0);
+                let hi = m.iter().rposition(|&w| w != 0).map_or(lo, |h| h + 1);
+                (lo, hi)
+            })
+            .collect();
         out
     }
 }
@@ -213,6 +236,62 @@ fn next_cyclic(n: usize, from: CpuId, word: impl Fn(usize) -> u64) -> Option<Cpu
     None
 }
 
+/// The first set bit of `lo..hi` (ascending) in the mask given word by
+/// word by `word` for which `f` holds.
+#[inline]
+fn scan_bits(
+    lo: usize,
+    hi: usize,
+    word: &impl Fn(usize) -> u64,
+    f: &mut impl FnMut(CpuId) -> bool,
+) -> Option<CpuId> {
+    if lo >= hi {
+        return None;
+    }
+    for w in lo / 64..=(hi - 1) / 64 {
+        let mut x = word(w);
+        if w == lo / 64 {
+            x &= u64::MAX << (lo % 64);
+        }
+        if w == (hi - 1) / 64 && hi % 64 != 0 {
+            x &= (1u64 << (hi % 64)) - 1;
+        }
+        while x != 0 {
+            let c = w * 64 + x.trailing_zeros() as usize;
+            if f(c) {
+                return Some(c);
+            }
+            x &= x - 1;
+        }
+    }
+    None
+}
+
+/// The first CPU in cyclic order after `from` (`from + 1`, …, `n - 1`, `0`,
+/// …, `from - 1`; `from` itself excluded) whose bit is set in `word` and for
+/// which `f` holds: a scan of the peers of `from` that visits only the set
+/// bits.
+#[inline]
+fn find_cyclic(
+    n: usize,
+    from: CpuId,
+    word: impl Fn(usize) -> u64,
+    mut f: impl FnMut(CpuId) -> bool,
+) -> Option<CpuId> {
+    scan_bits(from + 1, n, &word, &mut f).or_else(|| scan_bits(0, from.min(n), &word, &mut f))
+}
+
+/// Bits `0..n` of a mask of `words` words, the rest clear.
+#[inline]
+fn valid_word(n: usize, w: usize) -> u64 {
+    let end = (w + 1) * 64;
+    if end <= n {
+        u64::MAX
+    } else {
+        (1u64 << (n % 64)) - 1
+    }
+}
+
 /// Xen Credit, optionally with AASH.
 pub struct Credit {
     name: String,
@@ -233,6 +312,19 @@ pub struct Credit {
     /// Reused bit masks of `xen_pick` (allowed and idle CPUs).
     scratch_allowed: Vec<u64>,
     scratch_idlers: Vec<u64>,
+    /// Per task: the CPU whose run queue holds it (`NONE` if none).
+    rq_of: Vec<usize>,
+    /// Per CPU: queued tasks by priority (BOOST, UNDER, OVER).
+    rq_count: Vec<[u32; 3]>,
+    /// `le[k]`: CPUs whose queue holds a task of priority ≤ k (so `le[2]`:
+    /// non-empty queues).
+    le: [Vec<u64>; 3],
+    /// CPUs running a task (set in `running`, cleared in `stopping`, as the
+    /// engine sets and clears the current task just before them).
+    run_mask: Vec<u64>,
+    /// CPU masks by speed for AASH (fast, slow); every CPU in both without.
+    fast_mask: Vec<u64>,
+    slow_mask: Vec<u64>,
     /// Priority transitions (time, task, from, to), kept when `log` is on.
     pub log: Option<Vec<(SimTime, TaskId, &'static str, &'static str)>>,
 }
@@ -279,11 +371,26 @@ impl Credit {
                 known: Vec::new(),
                 fast_credit: Vec::new(),
                 holders: Vec::new(),
+                is_holder: Vec::new(),
+                in_fastq: Vec::new(),
+                dirty: Vec::new(),
+                vm_dirty: Vec::new(),
                 grants: Vec::new(),
             })
         } else {
             None
         };
+        let words = n.div_ceil(64);
+        let (mut fast_mask, mut slow_mask) = (vec![0u64; words], vec![0u64; words]);
+        for c in 0..n {
+            let fast = aash.as_ref().is_some_and(|a| a.fast[c]);
+            if fast || aash.is_none() {
+                fast_mask[c / 64] |= 1 << (c % 64);
+            }
+            if !fast {
+                slow_mask[c / 64] |= 1 << (c % 64);
+            }
+        }
         let mut name = ps.name.clone();
         if !ps.params.is_empty() {
             let kv: Vec<String> = ps.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -305,6 +412,12 @@ impl Credit {
             llc: LlcMasks::default(),
             scratch_allowed: Vec::new(),
             scratch_idlers: Vec::new(),
+            rq_of: Vec::new(),
+            rq_count: vec![[0; 3]; n],
+            le: std::array::from_fn(|_| vec![0; n.div_ceil(64)]),
+            run_mask: vec![0; n.div_ceil(64)],
+            fast_mask,
+            slow_mask,
             log: None,
         })
     }
@@ -318,9 +431,12 @@ impl Credit {
         if self.credit.len() <= t {
             self.credit.resize(t + 1, 0.0);
             self.pri.resize(t + 1, UNDER);
+            self.rq_of.resize(t + 1, NONE);
             if let Some(a) = self.aash.as_mut() {
                 a.known.resize(t + 1, false);
                 a.fast_credit.resize(t + 1, 0.0);
+                a.is_holder.resize(t + 1, false);
+                a.in_fastq.resize(t + 1, false);
             }
         }
     }
@@ -349,19 +465,102 @@ impl Credit {
         let q = &mut self.rq[cpu];
         let pos = q.iter().position(|&x| self.pri[x] > p).unwrap_or(q.len());
         q.insert(pos, t);
+        self.queued(cpu, t, true);
     }
 
     fn remove(&mut self, t: TaskId) {
-        for q in self.rq.iter_mut() {
-            if let Some(i) = q.iter().position(|&x| x == t) {
-                q.remove(i);
-                return;
+        let Some(&cpu) = self.rq_of.get(t).filter(|&&c| c != NONE) else {
+            return;
+        };
+        if let Some(i) = self.rq[cpu].iter().position(|&x| x == t) {
+            self.rq[cpu].remove(i);
+            self.queued(cpu, t, false);
+        }
+    }
+
+    /// Remove the task at position `i` of `cpu`'s queue.
+    fn remove_at(&mut self, cpu: CpuId, i: usize) -> Option<TaskId> {
+        let t = self.rq[cpu].remove(i)?;
+        self.queued(cpu, t, false);
+        Some(t)
+    }
+
+    /// `t` joined (`add`) or left `cpu`'s queue: the indexes follow.
+    #[inline]
+    fn queued(&mut self, cpu: CpuId, t: TaskId, add: bool) {
+        let p = self.pri[t] as usize;
+        if add {
+            self.rq_of[t] = cpu;
+            self.rq_count[cpu][p] += 1;
+        } else {
+            self.rq_of[t] = NONE;
+            self.rq_count[cpu][p] -= 1;
+        }
+        self.mark(cpu);
+    }
+
+    /// Bring `cpu`'s bits of the `le` masks up to date with its counts.
+    #[inline]
+    fn mark(&mut self, cpu: CpuId) {
+        let k = &self.rq_count[cpu];
+        let (w, bit) = (cpu / 64, 1u64 << (cpu % 64));
+        let mut sum = 0;
+        for (p, &cnt) in k.iter().enumerate() {
+            sum += cnt;
+            if sum > 0 {
+                self.le[p][w] |= bit;
+            } else {
+                self.le[p][w] &= !bit;
             }
         }
     }
 
+    /// Recount `cpu`'s queue by priority (after priorities changed).
+    fn recount(&mut self, cpu: CpuId) {
+        let mut k = [0u32; 3];
+        for &t in &self.rq[cpu] {
+            k[self.pri[t] as usize] += 1;
+        }
+        self.rq_count[cpu] = k;
+        self.mark(cpu);
+    }
+
     fn idle(&self, cx: &Ctx, cpu: CpuId) -> bool {
         cx.online(cpu) && cx.current(cpu).is_none() && self.rq[cpu].is_empty()
+    }
+
+    /// CPUs of the same speed class as `cpu` (AASH steals only within it).
+    fn same_type(&self, cpu: CpuId) -> &[u64] {
+        if self.is_fast(cpu) || self.aash.is_none() {
+            &self.fast_mask
+        } else {
+            &self.slow_mask
+        }
+    }
+
+    /// The masks against the engine's state and the queues (debug builds).
+    #[cfg(debug_assertions)]
+    fn audit_masks(&self, cx: &Ctx) {
+        for c in 0..cx.ncpus() {
+            let bit = |m: &[u64]| m[c / 64] & (1 << (c % 64)) != 0;
+            assert_eq!(
+                bit(&self.run_mask),
+                cx.current(c).is_some(),
+                "run mask, cpu {c}"
+            );
+            assert_eq!(
+                bit(&self.le[2]),
+                !self.rq[c].is_empty(),
+                "queued mask, cpu {c}"
+            );
+            for p in 0..3 {
+                let want = self.rq[c].iter().any(|&t| self.pri[t] as usize <= p);
+                assert_eq!(bit(&self.le[p]), want, "priority mask {p}, cpu {c}");
+            }
+            for &t in &self.rq[c] {
+                assert_eq!(self.rq_of[t], c, "queue of task {t}");
+            }
+        }
     }
 
     /// Burn the credits of the task running on `cpu` up to now.
@@ -391,7 +590,7 @@ impl Credit {
         }
         match &self.aash {
             None => true,
-            Some(a) => a.fast[cpu] == a.holders.contains(&t),
+            Some(a) => a.fast[cpu] == a.is_holder[t],
         }
     }
 
@@ -425,12 +624,17 @@ impl Credit {
     /// excess going to the other domains.
     fn distribute(&mut self, cx: &Ctx, tasks: &[TaskId], total: f64) {
         let per_task_cap = self.acct_ticks as f64 * self.tick.0 as f64 * 1e-6 * CREDITS_PER_MS;
+        // Domains in order of first appearance.
         let mut doms: Vec<(usize, u32, Vec<TaskId>)> = Vec::new();
+        let mut index: std::collections::HashMap<usize, usize> = Default::default();
         for &t in tasks {
             let (d, w) = Self::domain(cx, t);
-            match doms.iter_mut().find(|x| x.0 == d) {
-                Some(x) => x.2.push(t),
-                None => doms.push((d, w, vec![t])),
+            match index.get(&d) {
+                Some(&i) => doms[i].2.push(t),
+                None => {
+                    index.insert(d, doms.len());
+                    doms.push((d, w, vec![t]));
+                }
             }
         }
         let mut left = total;
@@ -491,9 +695,12 @@ impl Credit {
             self.set_pri(cx, t, p);
         }
         for cpu in 0..self.rq.len() {
-            let mut v: Vec<TaskId> = self.rq[cpu].drain(..).collect();
-            v.sort_by_key(|&t| self.pri[t]); // stable: FIFO within a priority
-            self.rq[cpu] = v.into();
+            if self.rq[cpu].len() > 1 {
+                let mut v: Vec<TaskId> = self.rq[cpu].drain(..).collect();
+                v.sort_by_key(|&t| self.pri[t]); // stable: FIFO within a priority
+                self.rq[cpu] = v.into();
+            }
+            self.recount(cpu);
         }
     }
 
@@ -511,25 +718,29 @@ impl Credit {
     /// A queued task with a higher priority than `than` that `cpu` may
     /// steal from another CPU's queue (first in CPU order after `cpu`).
     fn steal(&mut self, cx: &Ctx, cpu: CpuId, than: u8) -> Option<TaskId> {
-        let n = self.rq.len();
-        for k in 1..n {
-            let peer = (cpu + k) % n;
-            if self.rq[peer].is_empty() {
-                continue;
-            }
-            if let Some(a) = &self.aash {
-                if a.fast[peer] != a.fast[cpu] {
-                    continue; // AASH: no stealing across core types
-                }
-            }
-            let found = self.rq[peer]
-                .iter()
-                .position(|&t| self.pri[t] < than && self.allowed(cx, t, cpu));
-            if let Some(i) = found {
-                return self.rq[peer].remove(i);
-            }
+        if than == 0 {
+            return None;
         }
-        None
+        let n = self.rq.len();
+        // Only queues that hold a task of a priority below `than`, of
+        // `cpu`'s speed class (AASH: no stealing across core types), in the
+        // order of a scan from `cpu + 1`.
+        let le = &self.le[(than - 1).min(2) as usize];
+        let ty = self.same_type(cpu);
+        let mut at = None;
+        let found = find_cyclic(
+            n,
+            cpu,
+            |w| le[w] & ty[w],
+            |peer| {
+                at = self.rq[peer]
+                    .iter()
+                    .position(|&t| self.pri[t] < than && self.allowed(cx, t, cpu));
+                at.is_some()
+            },
+        );
+        let (peer, i) = (found?, at?);
+        self.remove_at(peer, i)
     }
 
     // ------------------------------------------------------------- AASH
@@ -544,11 +755,39 @@ impl Credit {
             let pos = a
                 .normal
                 .iter()
-                .position(|x| a.holders.contains(x))
+                .position(|&x| a.is_holder[x])
                 .unwrap_or(a.normal.len());
             a.normal.insert(pos, t);
+            Self::mark_vm(a, cx, t);
         }
-        let _ = cx;
+    }
+
+    /// `t` changed state: its VM's vCPUs may change queue (AASH).
+    fn mark_vm(a: &mut Aash, cx: &Ctx, t: TaskId) {
+        if let Some(v) = cx.vcpu(t) {
+            if a.vm_dirty.len() <= v.vm {
+                a.vm_dirty.resize(v.vm + 1, false);
+            }
+            if !a.vm_dirty[v.vm] {
+                a.vm_dirty[v.vm] = true;
+                a.dirty.push(t);
+            }
+        }
+    }
+
+    /// AASH: note a state change of `t`.
+    fn touched(&mut self, cx: &Ctx, t: TaskId) {
+        if let Some(a) = self.aash.as_mut() {
+            Self::mark_vm(a, cx, t);
+        }
+    }
+
+    /// Set whether `t` holds fast credits (AASH).
+    fn set_holder(a: &mut Aash, t: TaskId, on: bool) {
+        if a.is_holder.len() <= t {
+            a.is_holder.resize(t + 1, false);
+        }
+        a.is_holder[t] = on;
     }
 
     /// Whether task `t` belongs in the fast queue now.
@@ -569,28 +808,64 @@ impl Credit {
 
     /// Move tasks between the normal and the fast queue as their VMs'
     /// phases and classes say.
+    ///
+    /// Whether a task belongs in the fast queue depends only on the states
+    /// of its VM's vCPUs and on fixed VM attributes, and every state change
+    /// marks the VM (`touched`): so only the vCPUs of marked VMs are looked
+    /// at, and the moves are made in the order of a full pass (each queue's
+    /// order).
     fn update_queues(&mut self, cx: &Ctx) {
-        let a = self.aash.as_ref().expect("aash");
-        let to_fast: Vec<TaskId> = a
-            .normal
-            .iter()
-            .copied()
-            .filter(|&t| self.wants_fastq(cx, t))
-            .collect();
-        let to_normal: Vec<TaskId> = a
-            .fastq
-            .iter()
-            .copied()
-            .filter(|&t| !self.wants_fastq(cx, t))
-            .collect();
         let a = self.aash.as_mut().expect("aash");
+        if a.dirty.is_empty() {
+            return;
+        }
+        let dirty = std::mem::take(&mut a.dirty);
+        let mut to_fast: Vec<TaskId> = Vec::new();
+        let mut to_normal: Vec<TaskId> = Vec::new();
+        {
+            let a = self.aash.as_ref().expect("aash");
+            for &d in &dirty {
+                let Some(v) = cx.vcpu(d) else {
+                    continue;
+                };
+                for &t in v.siblings.iter() {
+                    if t >= a.known.len() || !a.known[t] {
+                        continue;
+                    }
+                    let want = self.wants_fastq(cx, t);
+                    if want && !a.in_fastq[t] {
+                        to_fast.push(t);
+                    } else if !want && a.in_fastq[t] {
+                        to_normal.push(t);
+                    }
+                }
+            }
+        }
+        let a = self.aash.as_mut().expect("aash");
+        for &d in &dirty {
+            if let Some(v) = cx.vcpu(d) {
+                a.vm_dirty[v.vm] = false;
+            }
+        }
+        a.dirty = dirty;
+        a.dirty.clear();
+        if to_fast.len() > 1 {
+            let pos = |q: &VecDeque<TaskId>, t: TaskId| q.iter().position(|&x| x == t);
+            to_fast.sort_by_key(|&t| pos(&a.normal, t));
+        }
+        if to_normal.len() > 1 {
+            let pos = |q: &VecDeque<TaskId>, t: TaskId| q.iter().position(|&x| x == t);
+            to_normal.sort_by_key(|&t| pos(&a.fastq, t));
+        }
         for t in to_fast {
             a.normal.retain(|&x| x != t);
             a.fastq.push_back(t);
+            a.in_fastq[t] = true;
         }
         for t in to_normal {
             a.fastq.retain(|&x| x != t);
             a.normal.push_back(t);
+            a.in_fastq[t] = false;
         }
     }
 
@@ -609,10 +884,11 @@ impl Credit {
     /// Take the next recipient of fast credits from the head of `q`
     /// (rotating it to the tail), swapping an aware guest's slow vCPU for
     /// one of its fast vCPUs (§2.2).
-    fn take_from(cx: &Ctx, q: &mut VecDeque<TaskId>, skip: &[TaskId]) -> Option<TaskId> {
+    fn take_from(cx: &Ctx, q: &mut VecDeque<TaskId>, skip: &[bool]) -> Option<TaskId> {
+        let skip = |t: TaskId| skip.get(t).copied().unwrap_or(false);
         for i in 0..q.len() {
             let t = q[i];
-            if skip.contains(&t) || !Self::active(cx, t) {
+            if skip(t) || !Self::active(cx, t) {
                 continue;
             }
             let pick = if Self::eligible(cx, t) {
@@ -621,9 +897,7 @@ impl Credit {
                 // Swap with a fast vCPU of the same VM further down.
                 let j = (0..q.len()).find(|&j| {
                     let u = q[j];
-                    !skip.contains(&u)
-                        && Self::eligible(cx, u)
-                        && cx.vcpu(u).is_some_and(|w| w.vm == v.vm)
+                    !skip(u) && Self::eligible(cx, u) && cx.vcpu(u).is_some_and(|w| w.vm == v.vm)
                 });
                 if let Some(j) = j {
                     q.swap(i, j);
@@ -643,9 +917,9 @@ impl Credit {
         None
     }
 
-    /// The next vCPU to receive fast credits: fast queue first.
-    fn next_recipient(&mut self, cx: &Ctx, skip: &[TaskId]) -> Option<TaskId> {
-        let a = self.aash.as_mut().expect("aash");
+    /// The next vCPU to receive fast credits, `skip` (per task) aside: fast
+    /// queue first.
+    fn next_recipient(a: &mut Aash, cx: &Ctx, skip: &[bool]) -> Option<TaskId> {
         Self::take_from(cx, &mut a.fastq, skip).or_else(|| Self::take_from(cx, &mut a.normal, skip))
     }
 
@@ -668,9 +942,8 @@ impl Credit {
     fn fast_target(&self, cx: &Ctx, t: TaskId) -> Option<CpuId> {
         let a = self.aash.as_ref().expect("aash");
         let busy = |c: CpuId| {
-            cx.current(c)
-                .is_some_and(|u| u != t && a.holders.contains(&u))
-                || self.rq[c].iter().any(|&u| u != t && a.holders.contains(&u))
+            cx.current(c).is_some_and(|u| u != t && a.is_holder[u])
+                || self.rq[c].iter().any(|&u| u != t && a.is_holder[u])
         };
         let cands: Vec<CpuId> = (0..self.rq.len())
             .filter(|&c| a.fast[c] && cx.online(c) && cx.task(t).affinity.contains(c))
@@ -712,10 +985,17 @@ impl Credit {
         self.update_queues(cx);
         let nfast = self.aash.as_ref().expect("aash").nfast;
         let mut chosen = Vec::new();
-        while chosen.len() < nfast {
-            match self.next_recipient(cx, &chosen) {
-                Some(t) => chosen.push(t),
-                None => break,
+        let mut is_chosen = vec![false; cx.ntasks()];
+        {
+            let a = self.aash.as_mut().expect("aash");
+            while chosen.len() < nfast {
+                match Self::next_recipient(a, cx, &is_chosen) {
+                    Some(t) => {
+                        chosen.push(t);
+                        is_chosen[t] = true;
+                    }
+                    None => break,
+                }
             }
         }
         let period_credits = self.acct_ticks as f64 * self.tick.0 as f64 * 1e-6 * CREDITS_PER_MS;
@@ -724,10 +1004,12 @@ impl Credit {
             let a = self.aash.as_mut().expect("aash");
             for &t in &old {
                 a.fast_credit[t] = 0.0;
+                Self::set_holder(a, t, false);
             }
             for &t in &chosen {
                 a.fast_credit[t] = period_credits;
                 a.grants.push((cx.now, t));
+                Self::set_holder(a, t, true);
             }
             a.holders = chosen.clone();
         }
@@ -736,11 +1018,7 @@ impl Credit {
         let nslow = (0..cx.ncpus())
             .filter(|&c| !self.is_fast(c) && cx.online(c))
             .count() as f64;
-        let rest: Vec<TaskId> = active
-            .iter()
-            .copied()
-            .filter(|t| !chosen.contains(t))
-            .collect();
+        let rest: Vec<TaskId> = active.iter().copied().filter(|&t| !is_chosen[t]).collect();
         if !rest.is_empty() {
             let each = nslow * period_credits / rest.len() as f64;
             let cap = self.cap();
@@ -777,7 +1055,7 @@ impl Credit {
             })
             .collect();
         for t in on_fast {
-            if !chosen.contains(&t) {
+            if !is_chosen[t] {
                 if let Some(s) = self.slow_target(cx, t, &mut freed) {
                     self.move_to(cx, t, s);
                 }
@@ -803,21 +1081,29 @@ impl Credit {
         {
             return false;
         }
-        let active = self.active_tasks(cx);
-        for &t in &active {
-            self.aash_know(cx, t);
+        // Every active task is known already: it was queued (`enqueue`
+        // knows it) or picked from a queue.
+        #[cfg(debug_assertions)]
+        for t in self.active_tasks(cx) {
+            debug_assert!(a.known.get(t).copied().unwrap_or(false), "task {t} unknown");
         }
         self.update_queues(cx);
         // Holders that blocked give their fast credits up.
         let a = self.aash.as_mut().expect("aash");
-        let (keep, gone): (Vec<TaskId>, Vec<TaskId>) =
-            a.holders.iter().partition(|&&h| Self::active(cx, h));
-        for h in gone {
-            a.fast_credit[h] = 0.0;
-        }
-        a.holders = keep;
-        let holders = a.holders.clone();
-        let Some(t) = self.next_recipient(cx, &holders) else {
+        let mut holders = std::mem::take(&mut a.holders);
+        holders.retain(|&h| {
+            let keep = Self::active(cx, h);
+            if !keep {
+                a.fast_credit[h] = 0.0;
+                a.is_holder[h] = false;
+            }
+            keep
+        });
+        a.holders = holders;
+        let skip = std::mem::take(&mut a.is_holder);
+        let next = Self::next_recipient(a, cx, &skip);
+        a.is_holder = skip;
+        let Some(t) = next else {
             return false;
         };
         let left_ticks = self.acct_ticks - self.ticks % self.acct_ticks;
@@ -826,6 +1112,7 @@ impl Credit {
         a.fast_credit[t] = credits;
         a.grants.push((cx.now, t));
         a.holders.push(t);
+        Self::set_holder(a, t, true);
         self.move_to(cx, t, cpu);
         true
     }
@@ -853,15 +1140,7 @@ impl Scheduler for Credit {
         }
         let n = cx.ncpus();
         // `allowed`, with the task's fast-credit status looked up once.
-        let holder = self.aash.as_ref().map(|a| a.holders.contains(&task));
-        let ok = |s: &Self, c: CpuId| {
-            cx.online(c)
-                && cx.task(task).affinity.contains(c)
-                && match (&s.aash, holder) {
-                    (Some(a), Some(h)) => a.fast[c] == h,
-                    _ => true,
-                }
-        };
+        let holder = self.aash.as_ref().map(|a| a.is_holder[task]);
         if let Some(p) = prev {
             if let Some(c) = self.xen_pick(cx, task, p) {
                 if self.idle(cx, c) {
@@ -871,12 +1150,11 @@ impl Scheduler for Credit {
         }
         // AASH: an idle fast core takes a waking vCPU at once.
         if let Some(a) = &self.aash {
-            if !a.holders.contains(&task) && Self::eligible_wake(cx, task) {
-                let fast_idle = (0..n).find(|&c| {
-                    a.fast[c]
-                        && cx.online(c)
-                        && self.idle(cx, c)
-                        && cx.task(task).affinity.contains(c)
+            if !a.is_holder[task] && Self::eligible_wake(cx, task) {
+                // The first fast CPU that runs nothing and queues nothing.
+                let (fm, run, q) = (&self.fast_mask, &self.run_mask, &self.le[2]);
+                let fast_idle = scan_bits(0, n, &|w| fm[w] & !run[w] & !q[w], &mut |c| {
+                    cx.online(c) && cx.task(task).affinity.contains(c)
                 });
                 if let Some(f) = fast_idle {
                     let left_ticks = self.acct_ticks - self.ticks % self.acct_ticks;
@@ -885,6 +1163,7 @@ impl Scheduler for Credit {
                     a.fast_credit[task] = credits;
                     a.grants.push((cx.now, task));
                     a.holders.push(task);
+                    Self::set_holder(a, task, true);
                     for q in [&mut a.fastq, &mut a.normal] {
                         if let Some(i) = q.iter().position(|&x| x == task) {
                             q.remove(i);
@@ -896,14 +1175,34 @@ impl Scheduler for Credit {
             }
         }
         if prev.is_none() {
-            let idle: Vec<CpuId> = (0..n)
-                .filter(|&c| ok(self, c) && self.idle(cx, c))
-                .collect();
-            if !idle.is_empty() {
+            // The idle CPUs it may use, as a mask (ascending order).
+            self.allowed_idle(cx, task);
+            let idle = &self.scratch_idlers;
+            let k: u32 = idle.iter().map(|w| w.count_ones()).sum();
+            if k > 0 {
                 // A first start: Xen's choice among idle CPUs is arbitrary.
-                return idle[(cx.random_u64() % idle.len() as u64) as usize];
+                let mut r = (cx.random_u64() % k as u64) as u32;
+                for (w, &x) in idle.iter().enumerate() {
+                    let ones = x.count_ones();
+                    if r < ones {
+                        let mut x = x;
+                        for _ in 0..r {
+                            x &= x - 1;
+                        }
+                        return w * 64 + x.trailing_zeros() as usize;
+                    }
+                    r -= ones;
+                }
             }
         }
+        let ok = |s: &Self, c: CpuId| {
+            cx.online(c)
+                && cx.task(task).affinity.contains(c)
+                && match (&s.aash, holder) {
+                    (Some(a), Some(h)) => a.fast[c] == h,
+                    _ => true,
+                }
+        };
         if let Some(p) = prev {
             if ok(self, p) {
                 return p;
@@ -920,6 +1219,7 @@ impl Scheduler for Credit {
         self.grow(task);
         if self.aash.is_some() {
             self.aash_know(cx, task);
+            self.touched(cx, task);
         }
         if matches!(flags, EnqFlags::Wakeup | EnqFlags::New) && self.pri[task] == UNDER {
             self.set_pri(cx, task, BOOST);
@@ -934,8 +1234,9 @@ impl Scheduler for Credit {
         }
     }
 
-    fn dequeue(&mut self, _cx: &mut Ctx, task: TaskId, _cpu: CpuId) {
+    fn dequeue(&mut self, cx: &mut Ctx, task: TaskId, _cpu: CpuId) {
         self.remove(task);
+        self.touched(cx, task);
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
@@ -945,10 +1246,10 @@ impl Scheduler for Credit {
             .map(|&t| self.pri[t])
             .unwrap_or(u8::MAX);
         let pick = if head_pri <= UNDER {
-            self.rq[cpu].pop_front()
+            self.remove_at(cpu, 0)
         } else {
             self.steal(cx, cpu, head_pri.min(OVER + 1))
-                .or_else(|| self.rq[cpu].pop_front())
+                .or_else(|| self.remove_at(cpu, 0))
         };
         if pick.is_none() && self.aash.is_some() {
             self.aash_fill(cx, cpu);
@@ -961,12 +1262,17 @@ impl Scheduler for Credit {
     }
 
     fn running(&mut self, cx: &mut Ctx, _task: TaskId, cpu: CpuId) {
+        self.run_mask[cpu / 64] |= 1 << (cpu % 64);
         self.slice_start[cpu] = cx.now;
         self.last_burn[cpu] = cx.now;
     }
 
-    fn stopping(&mut self, cx: &mut Ctx, _task: TaskId, cpu: CpuId, _runnable: bool) {
+    fn stopping(&mut self, cx: &mut Ctx, task: TaskId, cpu: CpuId, runnable: bool) {
+        self.run_mask[cpu / 64] &= !(1 << (cpu % 64));
         self.burn(cx, cpu);
+        if !runnable {
+            self.touched(cx, task);
+        }
     }
 
     fn on_timer(&mut self, cx: &mut Ctx, _token: u64) {
@@ -989,13 +1295,24 @@ impl Scheduler for Credit {
             } else if slice_over {
                 // Nothing local of its rank waits: a peer's queue may hold a
                 // higher priority (Xen's balance on schedule).
+                // Only peers (of its speed class, for AASH) whose queue
+                // holds a higher priority are looked at.
                 let n = cx.ncpus();
-                let better = (1..n).map(|k| (cpu + k) % n).any(|p| {
-                    self.rq[p]
-                        .iter()
-                        .any(|&u| self.pri[u] < self.pri[t] && self.allowed(cx, u, cpu))
-                        && self.aash.as_ref().is_none_or(|a| a.fast[p] == a.fast[cpu])
-                });
+                let pt = self.pri[t];
+                let better = pt > BOOST && {
+                    let (le, ty) = (&self.le[pt as usize - 1], self.same_type(cpu));
+                    find_cyclic(
+                        n,
+                        cpu,
+                        |w| le[w] & ty[w],
+                        |p| {
+                            self.rq[p]
+                                .iter()
+                                .any(|&u| self.pri[u] < pt && self.allowed(cx, u, cpu))
+                        },
+                    )
+                    .is_some()
+                };
                 if better {
                     cx.resched(cpu);
                 }
@@ -1015,17 +1332,21 @@ impl Scheduler for Credit {
                 self.check_preempt(cx);
             }
         }
-        // Idle CPUs look for work queued elsewhere.
-        for cpu in 0..cx.ncpus() {
+        // Idle CPUs look for work queued elsewhere (non-empty queues of
+        // their speed class only); fast ones also fill from busy slow ones.
+        let n = cx.ncpus();
+        let slow_busy = self.aash.is_some()
+            && (0..self.run_mask.len())
+                .any(|w| (self.run_mask[w] | self.le[2][w]) & self.slow_mask[w] != 0);
+        for cpu in 0..n {
             if cx.online(cpu) && cx.current(cpu).is_none() {
-                let work = (0..cx.ncpus()).any(|p| {
-                    self.rq[p].iter().any(|&u| self.allowed(cx, u, cpu))
-                        && self.aash.as_ref().is_none_or(|a| a.fast[p] == a.fast[cpu])
-                });
-                let fill = self.is_fast(cpu)
-                    && (0..cx.ncpus()).any(|p| {
-                        !self.is_fast(p) && (cx.current(p).is_some() || !self.rq[p].is_empty())
-                    });
+                let fill = slow_busy && self.is_fast(cpu);
+                let work = !fill && {
+                    let (le, ty) = (&self.le[2], self.same_type(cpu));
+                    let any = |p: CpuId| self.rq[p].iter().any(|&u| self.allowed(cx, u, cpu));
+                    (le[cpu / 64] & (1 << (cpu % 64)) != 0 && any(cpu))
+                        || find_cyclic(n, cpu, |w| le[w] & ty[w], any).is_some()
+                };
                 if work || fill {
                     cx.resched(cpu);
                 }
@@ -1049,33 +1370,18 @@ impl Credit {
         if self.llc.idx.len() != n {
             self.llc = LlcMasks::new(cx.machine, n);
         }
-        let words = n.div_ceil(64);
-        // One pass over the CPUs: who may take `t`, who of those is idle,
-        // and how many idle ones each LLC domain has.
-        let holder = self.aash.as_ref().map(|a| a.holders.contains(&t));
-        let mut allowed = std::mem::take(&mut self.scratch_allowed);
-        let mut idlers = std::mem::take(&mut self.scratch_idlers);
-        allowed.clear();
-        allowed.resize(words, 0);
-        idlers.clear();
-        idlers.resize(words, 0);
-        let counts = &mut self.llc.count;
-        counts.iter_mut().for_each(|k| *k = 0);
-        let aff = &cx.task(t).affinity;
-        for c in 0..n {
-            let ok = cx.online(c)
-                && aff.contains(c)
-                && match (&self.aash, holder) {
-                    (Some(a), Some(h)) => a.fast[c] == h,
-                    _ => true,
-                };
-            if ok {
-                allowed[c / 64] |= 1 << (c % 64);
-                if cx.current(c).is_none() && self.rq[c].is_empty() {
-                    idlers[c / 64] |= 1 << (c % 64);
-                    counts[self.llc.idx[c]] += 1;
-                }
-            }
+        #[cfg(debug_assertions)]
+        self.audit_masks(cx);
+        // Who may take `t`, who of those is idle, and how many idle ones
+        // each LLC domain has: word by word.
+        self.allowed_idle(cx, t);
+        let allowed = std::mem::take(&mut self.scratch_allowed);
+        let idlers = std::mem::take(&mut self.scratch_idlers);
+        for (d, &(lo, hi)) in self.llc.span.iter().enumerate() {
+            let m = &self.llc.mask[d];
+            self.llc.count[d] = (lo..hi)
+                .map(|w| (idlers[w] & m[w]).count_ones() as usize)
+                .sum();
         }
         let has = |set: &[u64], c: CpuId| set[c / 64] & (1 << (c % 64)) != 0;
         let mut cpu = if has(&allowed, prev) {
@@ -1093,7 +1399,26 @@ impl Credit {
         let mut cands = idlers.clone();
         cands[cpu / 64] &= !(1 << (cpu % 64));
         let llc = &self.llc;
-        while let Some(nxt) = next_cyclic(n, cpu, |w| cands[w]) {
+        let clear = |cands: &mut [u64], d: usize| {
+            let (lo, hi) = llc.span[d];
+            for w in lo..hi {
+                cands[w] &= !llc.mask[d][w];
+            }
+        };
+        // Once the choice is idle, the other idle CPUs of its domain can no
+        // longer change it (an idle CPU beats only a busy one within a
+        // domain, and a domain wins only with more idle CPUs than the
+        // choice's): they leave the candidates at once instead of one by
+        // one.
+        let mut settled = usize::MAX;
+        loop {
+            if settled != llc.idx[cpu] && has(&idlers, cpu) {
+                settled = llc.idx[cpu];
+                clear(&mut cands, settled);
+            }
+            let Some(nxt) = next_cyclic(n, cpu, |w| cands[w]) else {
+                break;
+            };
             let (dc, dn) = (llc.idx[cpu], llc.idx[nxt]);
             if dc == dn {
                 // Within a domain: an idle CPU beats a busy one; the group
@@ -1110,15 +1435,53 @@ impl Credit {
                     cpu = next_cyclic(n, bias, |w| cands[w] & dom[w]).unwrap_or(nxt);
                     self.idle_bias[nxt] = cpu;
                 }
-                for (w, d) in cands.iter_mut().zip(dom.iter()) {
-                    *w &= !d;
-                }
+                clear(&mut cands, dn);
             }
             cands[cpu / 64] &= !(1 << (cpu % 64));
         }
         self.scratch_allowed = allowed;
         self.scratch_idlers = idlers;
         Some(cpu)
+    }
+
+    /// `scratch_allowed`: the CPUs `t` may use (online, in its affinity,
+    /// and for AASH of the speed its fast credits say); `scratch_idlers`:
+    /// those of them that run and queue nothing.
+    fn allowed_idle(&mut self, cx: &Ctx, t: TaskId) {
+        let n = cx.ncpus();
+        let words = n.div_ceil(64);
+        let ty: &[u64] = match self.aash.as_ref().map(|a| a.is_holder[t]) {
+            Some(false) => &self.slow_mask,
+            _ => &self.fast_mask,
+        };
+        // Offline CPUs are rare (reconfiguration): check them one by one
+        // only when there are some.
+        let all_online = cx
+            .online
+            .chunks(64)
+            .all(|ch| ch.iter().fold(true, |a, &b| a & b));
+        let aff = &cx.task(t).affinity;
+        self.scratch_allowed.clear();
+        self.scratch_idlers.clear();
+        for w in 0..words {
+            let mut x = ty[w] & valid_word(n, w);
+            if let crate::os::CpuSet::Mask(m) = aff {
+                x &= m.get(w).copied().unwrap_or(0);
+            }
+            if !all_online {
+                let mut y = x;
+                while y != 0 {
+                    let c = w * 64 + y.trailing_zeros() as usize;
+                    if !cx.online(c) {
+                        x &= !(1 << (c % 64));
+                    }
+                    y &= y - 1;
+                }
+            }
+            self.scratch_allowed.push(x);
+            self.scratch_idlers
+                .push(x & !self.run_mask[w] & !self.le[2][w]);
+        }
     }
 
     fn eligible_wake(cx: &Ctx, t: TaskId) -> bool {

@@ -87,7 +87,7 @@ use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 use crate::time::SimTime;
 use std::cell::Cell;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Weight of a nice-0 thread: w = weight / 1024, so nice 0 has w = 1.
 const NICE_0: f64 = 1024.0;
@@ -292,6 +292,13 @@ pub struct Dwrr {
     /// CPUs with queued threads (round-active or round-expired not both
     /// empty), as a bit mask: round balancing looks only at these.
     queued: Vec<u64>,
+    /// Idle CPUs (`Cpu::idle`) as a bit mask.
+    idle_mask: Vec<u64>,
+    /// Busy CPUs by round, each round's ordered by (load, id): wake-up
+    /// placement looks only at round `highest`'s first entries.
+    by_round: BTreeMap<u64, BTreeSet<(u64, CpuId)>>,
+    /// Each CPU's entry in `by_round` (round, load), `None` while idle.
+    indexed: Vec<Option<(u64, u64)>>,
     log: Vec<RoundEvent>,
     dropped: u64,
     /// For `rating=capacity`: domain frequencies and the slowest CPU's
@@ -346,6 +353,17 @@ impl Dwrr {
             highest: 0,
             nidle: n,
             queued: vec![0; n.div_ceil(64)],
+            idle_mask: (0..n.div_ceil(64))
+                .map(|w| {
+                    if (w + 1) * 64 <= n {
+                        u64::MAX
+                    } else {
+                        (1u64 << (n % 64)) - 1
+                    }
+                })
+                .collect(),
+            by_round: BTreeMap::new(),
+            indexed: vec![None; n],
             log: Vec::new(),
             dropped: 0,
             min_perf: Cell::new((Vec::new(), 1.0)),
@@ -441,6 +459,21 @@ impl Dwrr {
             if has != (self.queued[c / 64] & (1 << (c % 64)) != 0) {
                 return Err(format!("cpu {c}: queued mask says {}", !has));
             }
+            if cpu.idle != (self.idle_mask[c / 64] & (1 << (c % 64)) != 0) {
+                return Err(format!("cpu {c}: idle mask says {}", !cpu.idle));
+            }
+            let entry = (!cpu.idle).then_some((cpu.round, cpu.load));
+            let listed = entry.is_some_and(|(r, l)| {
+                self.by_round
+                    .get(&r)
+                    .is_some_and(|set| set.contains(&(l, c)))
+            });
+            if self.indexed[c] != entry || entry.is_some() != listed {
+                return Err(format!(
+                    "cpu {c}: indexed as {:?}, is {entry:?} (listed: {listed})",
+                    self.indexed[c]
+                ));
+            }
             if cpu.incoming != incoming[c] {
                 return Err(format!(
                     "cpu {c}: {} incoming, {} threads on their way",
@@ -467,6 +500,13 @@ impl Dwrr {
                     ));
                 }
             }
+        }
+        let entries: usize = self.by_round.values().map(|s| s.len()).sum();
+        if entries != self.cpus.len() - nidle {
+            return Err(format!(
+                "{entries} busy cpus indexed, {} busy",
+                self.cpus.len() - nidle
+            ));
         }
         if nidle != self.nidle {
             return Err(format!("{} idle cpus counted, {nidle} idle", self.nidle));
@@ -511,6 +551,39 @@ impl Dwrr {
         } else {
             self.queued[cpu / 64] |= bit;
         }
+    }
+
+    /// Bring `cpu`'s entries of `idle_mask` and `by_round` up to date after
+    /// its idleness, round or load changed.
+    fn reindex(&mut self, cpu: CpuId) {
+        let c = &self.cpus[cpu];
+        let want = (!c.idle).then_some((c.round, c.load));
+        let had = self.indexed[cpu];
+        if had == want {
+            return;
+        }
+        if let Some((r, l)) = had {
+            if let Some(set) = self.by_round.get_mut(&r) {
+                set.remove(&(l, cpu));
+                if set.is_empty() {
+                    self.by_round.remove(&r);
+                }
+            }
+        }
+        let bit = 1u64 << (cpu % 64);
+        match want {
+            Some((r, l)) => {
+                self.by_round.entry(r).or_default().insert((l, cpu));
+                self.idle_mask[cpu / 64] &= !bit;
+            }
+            None => self.idle_mask[cpu / 64] |= bit,
+        }
+        self.indexed[cpu] = want;
+    }
+
+    /// Idle CPUs, ascending.
+    fn idle_cpus(&self) -> impl Iterator<Item = CpuId> + '_ {
+        crate::os::set_bits(&self.idle_mask)
     }
 
     fn th_mut(&mut self, t: TaskId) -> &mut Th {
@@ -568,9 +641,11 @@ impl Dwrr {
         }
         if let Some(o) = old {
             self.cpus[o].load -= w;
+            self.reindex(o);
         }
         if let Some(n) = c {
             self.cpus[n].load += w;
+            self.reindex(n);
         }
         self.th[t].home = c;
     }
@@ -581,6 +656,7 @@ impl Dwrr {
             self.cpus[cpu].idle = false;
             self.cpus[cpu].round = round;
             self.nidle -= 1;
+            self.reindex(cpu);
             self.note(now, cpu, RoundWhat::Join { round });
         }
     }
@@ -805,6 +881,7 @@ impl Dwrr {
         self.queued_change(s, t2, true);
         cx.migrate(t2, s);
         self.cpus[s].round = round_p + 1;
+        self.reindex(s);
         self.bump_highest(round_p + 1);
         self.note(
             now,
@@ -871,12 +948,14 @@ impl Dwrr {
                 c.idle = true;
                 c.round = 0;
                 self.nidle += 1;
+                self.reindex(p);
                 self.note(now, p, RoundWhat::Idle);
             }
             return false;
         }
         c.round += 1;
         let r = c.round;
+        self.reindex(p);
         self.bump_highest(r);
         self.note(now, p, RoundWhat::Advance { round: r });
         true
@@ -897,7 +976,12 @@ impl Dwrr {
             .chain(c.expired.iter().filter(|_| exp));
         for &t in queued {
             let mut best: Option<(f64, CpuId)> = None;
-            for i in 0..self.cpus.len() {
+            // Idle CPUs only, ascending: without faster-first the first
+            // that qualifies wins.
+            for i in self.idle_cpus() {
+                if best.is_some() && !self.faster_first {
+                    break;
+                }
                 let ci = &self.cpus[i];
                 if i == q
                     || !ci.idle
@@ -942,7 +1026,7 @@ impl Scheduler for Dwrr {
         // Faster-first (§4.2): the fastest idle CPU, ties the lowest id.
         if self.faster_first && matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
             let mut best: Option<(f64, CpuId)> = None;
-            for c in 0..self.cpus.len() {
+            for c in self.idle_cpus() {
                 let s = &self.cpus[c];
                 if ok(c) && s.idle && s.incoming == 0 && cx.current(c).is_none() {
                     let key = (-self.rating(cx, c), c);
@@ -958,18 +1042,31 @@ impl Scheduler for Dwrr {
         // §4.3.3: the least loaded CPU among those idle or in round highest;
         // CHOICE: ties go to the CPU it last ran on (its caches), then the
         // lowest id.
-        let mut best: Option<(u64, bool, CpuId)> = None;
-        for c in 0..self.cpus.len() {
-            let s = &self.cpus[c];
-            if ok(c) && (s.idle || s.round == self.highest) {
-                let key = (if s.idle { 0 } else { s.load }, Some(c) != prev, c);
-                if best.is_none_or(|b| key < b) {
-                    best = Some(key);
+        // Idle CPUs count as load 0; the busy ones of round highest come
+        // from the index ordered by (load, id): the first allowed idle CPU
+        // and the first allowed entry decide the least load.
+        let idle_first = self.idle_cpus().find(|&c| ok(c));
+        let busy_first = self
+            .by_round
+            .get(&self.highest)
+            .and_then(|set| set.iter().find(|&&(_, c)| ok(c)).copied());
+        let least = match (idle_first, busy_first) {
+            (Some(_), _) => Some(0),
+            (None, Some((l, _))) => Some(l),
+            (None, None) => None,
+        };
+        if let Some(least) = least {
+            if let Some(p) = prev.filter(|&p| ok(p)) {
+                let s = &self.cpus[p];
+                if s.idle && least == 0 || !s.idle && s.round == self.highest && s.load == least {
+                    return p;
                 }
             }
-        }
-        if let Some((_, _, c)) = best {
-            return c;
+            let busy = busy_first.filter(|&(l, _)| l == least).map(|(_, c)| c);
+            let idle = idle_first.filter(|_| least == 0);
+            if let Some(c) = [idle, busy].into_iter().flatten().min() {
+                return c;
+            }
         }
         // Affinity allows none of those: the highest-round allowed CPU.
         let mut fallback: Option<(std::cmp::Reverse<u64>, u64, CpuId)> = None;
