@@ -1593,6 +1593,56 @@ impl Credit {
 #[cfg(test)]
 mod tests {
     use super::next_cyclic;
+    use super::SeqQueue;
+    use std::collections::VecDeque;
+
+    /// `SeqQueue` against a `VecDeque` doing the same pushes, removals and
+    /// insertions before an entry: same order throughout, including after
+    /// the keys run out between two entries (dozens of insertions at one
+    /// place) and near the end of the key range.
+    #[test]
+    fn seq_queue_keeps_fifo_order() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for start in [None, Some(u64::MAX - 40 * super::SEQ_GAP)] {
+            let mut q = SeqQueue::new();
+            if let Some(k) = start {
+                q.next = k;
+            }
+            let mut model: VecDeque<usize> = VecDeque::new();
+            let ntasks = 50u64;
+            for step in 0..5000 {
+                let t = rnd(ntasks) as usize;
+                match (model.contains(&t), rnd(3)) {
+                    (false, 0) | (false, 1) => {
+                        q.push_back(t);
+                        model.push_back(t);
+                    }
+                    (false, _) if !model.is_empty() => {
+                        // Mostly before the head, to exhaust the gap there.
+                        let i = if rnd(4) == 0 { rnd(model.len() as u64) as usize } else { 0 };
+                        q.insert_before(t, model[i]);
+                        model.insert(i, t);
+                    }
+                    (true, _) => {
+                        assert!(q.remove(t));
+                        model.retain(|&u| u != t);
+                    }
+                    _ => {}
+                }
+                let got: Vec<usize> = q.iter().map(|(_, t)| t).collect();
+                assert_eq!(got, Vec::from(model.clone()), "step {step}");
+                for t in 0..ntasks as usize {
+                    assert_eq!(q.contains(t), model.contains(&t), "step {step}, task {t}");
+                }
+            }
+        }
+    }
 
     /// The cyclic search over bit masks against the plain scan it replaces
     /// (`from + 1`, …, `from + n` modulo `n`), on sizes around word
