@@ -49,7 +49,8 @@ use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::{TaskId, TaskState};
 use crate::time::SimTime;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
 
 /// Xen's credits per millisecond of run time.
 const CREDITS_PER_MS: f64 = 10.0;
@@ -132,10 +133,10 @@ struct Aash {
     phase: bool,
     priorities: bool,
     /// FIFO of vCPUs (and native threads) for fast credits.
-    normal: VecDeque<TaskId>,
+    normal: SeqQueue,
     /// Served first: vCPUs of high-priority VMs and of VMs in a sequential
     /// phase.
-    fastq: VecDeque<TaskId>,
+    fastq: SeqQueue,
     /// Tasks known to the queues.
     known: Vec<bool>,
     /// Fast credits left this period.
@@ -153,6 +154,102 @@ struct Aash {
     vm_dirty: Vec<bool>,
     /// Grants in order, for tests and reports: (time, task).
     pub grants: Vec<(SimTime, TaskId)>,
+}
+
+/// Spacing of consecutive keys of a `SeqQueue` (room for insertions
+/// between two entries before the keys must be spread again).
+const SEQ_GAP: u64 = 1 << 20;
+
+/// A FIFO of tasks that also removes or inserts in the middle in
+/// O(log n): each entry's key is a sequence number, larger towards the
+/// tail, so iterating the keys in order gives the queue order.
+struct SeqQueue {
+    by_seq: BTreeMap<u64, TaskId>,
+    /// Per task: its key while it is queued (`u64::MAX` otherwise).
+    seq: Vec<u64>,
+    /// Key of the next entry pushed to the tail.
+    next: u64,
+}
+
+impl SeqQueue {
+    fn new() -> Self {
+        SeqQueue { by_seq: BTreeMap::new(), seq: Vec::new(), next: SEQ_GAP }
+    }
+
+    fn key(&self, t: TaskId) -> Option<u64> {
+        self.seq.get(t).copied().filter(|&k| k != u64::MAX)
+    }
+
+    fn contains(&self, t: TaskId) -> bool {
+        self.key(t).is_some()
+    }
+
+    /// Tasks in queue order, with their keys.
+    fn iter(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
+        self.by_seq.iter().map(|(&k, &t)| (k, t))
+    }
+
+    /// Tasks after key `k`, in queue order.
+    fn after(&self, k: u64) -> impl Iterator<Item = TaskId> + '_ {
+        self.by_seq.range((Bound::Excluded(k), Bound::Unbounded)).map(|(_, &t)| t)
+    }
+
+    fn set_key(&mut self, t: TaskId, k: u64) {
+        if self.seq.len() <= t {
+            self.seq.resize(t + 1, u64::MAX);
+        }
+        self.seq[t] = k;
+        self.by_seq.insert(k, t);
+    }
+
+    /// Spread the keys again (same order): `SEQ_GAP`, 2 `SEQ_GAP`, ...
+    fn renumber(&mut self) {
+        let order: Vec<TaskId> = self.by_seq.values().copied().collect();
+        self.by_seq.clear();
+        self.next = SEQ_GAP;
+        for t in order {
+            let k = self.next;
+            self.next += SEQ_GAP;
+            self.set_key(t, k);
+        }
+    }
+
+    fn push_back(&mut self, t: TaskId) {
+        debug_assert!(!self.contains(t), "task {t} queued twice");
+        if self.next.checked_add(SEQ_GAP).is_none() {
+            self.renumber();
+        }
+        let k = self.next;
+        self.next += SEQ_GAP;
+        self.set_key(t, k);
+    }
+
+    /// Insert `t` just ahead of the queued task `before`.
+    fn insert_before(&mut self, t: TaskId, before: TaskId) {
+        debug_assert!(!self.contains(t), "task {t} queued twice");
+        for _ in 0..2 {
+            let kb = self.key(before).expect("queued");
+            let prev = self.by_seq.range(..kb).next_back().map_or(0, |(&k, _)| k);
+            if kb - prev >= 2 {
+                self.set_key(t, prev + (kb - prev) / 2);
+                return;
+            }
+            self.renumber();
+        }
+        unreachable!("keys are SEQ_GAP apart after renumbering");
+    }
+
+    /// Remove `t`; whether it was queued.
+    fn remove(&mut self, t: TaskId) -> bool {
+        match self.key(t) {
+            Some(k) => {
+                self.by_seq.remove(&k);
+                self.seq[t] = u64::MAX;
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// The machine's last-level-cache domains: each CPU's domain (dense
@@ -366,8 +463,8 @@ impl Credit {
                 nfast,
                 phase: p.bool("phase")?,
                 priorities: p.bool("priorities")?,
-                normal: VecDeque::new(),
-                fastq: VecDeque::new(),
+                normal: SeqQueue::new(),
+                fastq: SeqQueue::new(),
                 known: Vec::new(),
                 fast_credit: Vec::new(),
                 holders: Vec::new(),
@@ -752,12 +849,11 @@ impl Credit {
             a.known[t] = true;
             // A newcomer queues ahead of the vCPUs that hold fast credits
             // now: they have just been served and went to the tail.
-            let pos = a
-                .normal
-                .iter()
-                .position(|&x| a.is_holder[x])
-                .unwrap_or(a.normal.len());
-            a.normal.insert(pos, t);
+            let first_holder = a.normal.iter().find(|&(_, x)| a.is_holder[x]);
+            match first_holder {
+                Some((_, h)) => a.normal.insert_before(t, h),
+                None => a.normal.push_back(t),
+            }
             Self::mark_vm(a, cx, t);
         }
     }
@@ -849,21 +945,20 @@ impl Credit {
         }
         a.dirty = dirty;
         a.dirty.clear();
+        // Queue order is key order.
         if to_fast.len() > 1 {
-            let pos = |q: &VecDeque<TaskId>, t: TaskId| q.iter().position(|&x| x == t);
-            to_fast.sort_by_key(|&t| pos(&a.normal, t));
+            to_fast.sort_by_key(|&t| a.normal.key(t));
         }
         if to_normal.len() > 1 {
-            let pos = |q: &VecDeque<TaskId>, t: TaskId| q.iter().position(|&x| x == t);
-            to_normal.sort_by_key(|&t| pos(&a.fastq, t));
+            to_normal.sort_by_key(|&t| a.fastq.key(t));
         }
         for t in to_fast {
-            a.normal.retain(|&x| x != t);
+            a.normal.remove(t);
             a.fastq.push_back(t);
             a.in_fastq[t] = true;
         }
         for t in to_normal {
-            a.fastq.retain(|&x| x != t);
+            a.fastq.remove(t);
             a.normal.push_back(t);
             a.in_fastq[t] = false;
         }
@@ -884,37 +979,41 @@ impl Credit {
     /// Take the next recipient of fast credits from the head of `q`
     /// (rotating it to the tail), swapping an aware guest's slow vCPU for
     /// one of its fast vCPUs (§2.2).
-    fn take_from(cx: &Ctx, q: &mut VecDeque<TaskId>, skip: &[bool]) -> Option<TaskId> {
+    fn take_from(cx: &Ctx, q: &mut SeqQueue, skip: &[bool]) -> Option<TaskId> {
         let skip = |t: TaskId| skip.get(t).copied().unwrap_or(false);
-        for i in 0..q.len() {
-            let t = q[i];
+        // (recipient, the slow vCPU whose place it takes)
+        let mut pick: Option<(TaskId, Option<TaskId>)> = None;
+        for (k, t) in q.iter() {
             if skip(t) || !Self::active(cx, t) {
                 continue;
             }
-            let pick = if Self::eligible(cx, t) {
-                Some(i)
-            } else if let Some(v) = cx.vcpu(t).filter(|v| v.aware) {
-                // Swap with a fast vCPU of the same VM further down.
-                let j = (0..q.len()).find(|&j| {
-                    let u = q[j];
+            if Self::eligible(cx, t) {
+                pick = Some((t, None));
+                break;
+            }
+            if let Some(v) = cx.vcpu(t).filter(|v| v.aware) {
+                // Swap with a fast vCPU of the same VM further down (one
+                // nearer the head would have been taken already).
+                let u = q.after(k).find(|&u| {
                     !skip(u) && Self::eligible(cx, u) && cx.vcpu(u).is_some_and(|w| w.vm == v.vm)
                 });
-                if let Some(j) = j {
-                    q.swap(i, j);
-                    Some(i)
-                } else {
-                    None
+                if let Some(u) = u {
+                    pick = Some((u, Some(t)));
+                    break;
                 }
-            } else {
-                None
-            };
-            if let Some(i) = pick {
-                let t = q.remove(i).expect("in range");
-                q.push_back(t);
-                return Some(t);
             }
         }
-        None
+        let (u, swapped) = pick?;
+        // The recipient goes to the tail; the slow vCPU it was swapped
+        // with takes its place.
+        let ku = q.key(u).expect("queued");
+        q.remove(u);
+        if let Some(t) = swapped {
+            q.remove(t);
+            q.set_key(t, ku);
+        }
+        q.push_back(u);
+        Some(u)
     }
 
     /// The next vCPU to receive fast credits, `skip` (per task) aside: fast
@@ -1165,8 +1264,7 @@ impl Scheduler for Credit {
                     a.holders.push(task);
                     Self::set_holder(a, task, true);
                     for q in [&mut a.fastq, &mut a.normal] {
-                        if let Some(i) = q.iter().position(|&x| x == task) {
-                            q.remove(i);
+                        if q.remove(task) {
                             q.push_back(task);
                         }
                     }
@@ -1495,6 +1593,56 @@ impl Credit {
 #[cfg(test)]
 mod tests {
     use super::next_cyclic;
+    use super::SeqQueue;
+    use std::collections::VecDeque;
+
+    /// `SeqQueue` against a `VecDeque` doing the same pushes, removals and
+    /// insertions before an entry: same order throughout, including after
+    /// the keys run out between two entries (dozens of insertions at one
+    /// place) and near the end of the key range.
+    #[test]
+    fn seq_queue_keeps_fifo_order() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for start in [None, Some(u64::MAX - 40 * super::SEQ_GAP)] {
+            let mut q = SeqQueue::new();
+            if let Some(k) = start {
+                q.next = k;
+            }
+            let mut model: VecDeque<usize> = VecDeque::new();
+            let ntasks = 50u64;
+            for step in 0..5000 {
+                let t = rnd(ntasks) as usize;
+                match (model.contains(&t), rnd(3)) {
+                    (false, 0) | (false, 1) => {
+                        q.push_back(t);
+                        model.push_back(t);
+                    }
+                    (false, _) if !model.is_empty() => {
+                        // Mostly before the head, to exhaust the gap there.
+                        let i = if rnd(4) == 0 { rnd(model.len() as u64) as usize } else { 0 };
+                        q.insert_before(t, model[i]);
+                        model.insert(i, t);
+                    }
+                    (true, _) => {
+                        assert!(q.remove(t));
+                        model.retain(|&u| u != t);
+                    }
+                    _ => {}
+                }
+                let got: Vec<usize> = q.iter().map(|(_, t)| t).collect();
+                assert_eq!(got, Vec::from(model.clone()), "step {step}");
+                for t in 0..ntasks as usize {
+                    assert_eq!(q.contains(t), model.contains(&t), "step {step}, task {t}");
+                }
+            }
+        }
+    }
 
     /// The cyclic search over bit masks against the plain scan it replaces
     /// (`from + 1`, …, `from + n` modulo `n`), on sizes around word
