@@ -44,6 +44,21 @@ pub struct ParamDef {
     pub doc: &'static str,
 }
 
+/// `params` with the boolean parameters `names` on by default: the
+/// parameter list of an entry that is another entry with features switched
+/// on (`eas` is `cfs` with `capacity_aware` and `eas`).
+pub fn switched_on(params: Vec<ParamDef>, names: &[&str]) -> Vec<ParamDef> {
+    params
+        .into_iter()
+        .map(|mut p| {
+            if names.contains(&p.name) {
+                p.default = "true";
+            }
+            p
+        })
+        .collect()
+}
+
 /// What a policy's file says about it: its registry name, a one-line
 /// description and its parameters.
 #[derive(Clone, Debug)]

@@ -198,31 +198,10 @@ pub(crate) fn build_workload(
         };
         let mut params = vec![base_params.clone()];
         let name = c.name.clone().unwrap_or_else(|| format!("p{i}"));
-        let mut prog = Program {
-            id: i,
-            name,
-            kind: kind.to_string(),
-            threads: vec![],
-            start: SimTime::from_ms_f64(c.start_ms),
-            repeat: c.repeat,
-            instance: 0,
-            instance_start: SimTime::ZERO,
-            live: 0,
-            params: vec![],
-            barrier_size: threads,
-            barrier_count: threads,
-            barrier_waiting: vec![],
-            chunks: 0,
-            chunks_left: 0,
-            chunk_work: 0.0,
-            chunk_param: 0,
-            chunk_io: SimTime::ZERO,
-            period: SimTime::ZERO,
-            rel_deadline: SimTime::ZERO,
-            jitter: c.jitter,
-            completions: vec![],
-            nice_schedule: c.nice_schedule.iter().map(|n| (n.after, n.nice)).collect(),
-        };
+        let mut prog = Program::new(i, name, kind, threads, SimTime::from_ms_f64(c.start_ms));
+        prog.repeat = c.repeat;
+        prog.jitter = c.jitter;
+        prog.nice_schedule = c.nice_schedule.iter().map(|n| (n.after, n.nice)).collect();
         let at_least_one = |field: &str, v: u32| -> Result<u32, SimError> {
             if v == 0 {
                 return Err(at(

@@ -105,3 +105,36 @@ pub struct Program {
     /// at this nice value (ascending `after`).
     pub nice_schedule: Vec<(u32, i32)>,
 }
+
+impl Program {
+    /// A program with no threads yet and nothing of its kind set (the
+    /// pattern's expansion, `patterns.rs`, fills that in): `barrier`
+    /// threads meet at each barrier; the first instance starts at `start`.
+    pub fn new(id: usize, name: String, kind: &str, barrier: u32, start: SimTime) -> Program {
+        Program {
+            id,
+            name,
+            kind: kind.to_string(),
+            threads: vec![],
+            start,
+            repeat: 1,
+            instance: 0,
+            instance_start: SimTime::ZERO,
+            live: 0,
+            params: vec![],
+            barrier_size: barrier,
+            barrier_count: barrier,
+            barrier_waiting: vec![],
+            chunks: 0,
+            chunks_left: 0,
+            chunk_work: 0.0,
+            chunk_param: 0,
+            chunk_io: SimTime::ZERO,
+            period: SimTime::ZERO,
+            rel_deadline: SimTime::ZERO,
+            jitter: 0.0,
+            completions: vec![],
+            nice_schedule: vec![],
+        }
+    }
+}

@@ -187,31 +187,7 @@ mod tests {
     use super::*;
 
     fn program(threads: u32) -> Program {
-        Program {
-            id: 0,
-            name: "p".into(),
-            kind: "test".into(),
-            threads: vec![],
-            start: SimTime::ZERO,
-            repeat: 1,
-            instance: 0,
-            instance_start: SimTime::ZERO,
-            live: 0,
-            params: vec![],
-            barrier_size: threads,
-            barrier_count: threads,
-            barrier_waiting: vec![],
-            chunks: 0,
-            chunks_left: 0,
-            chunk_work: 0.0,
-            chunk_param: 0,
-            chunk_io: SimTime::ZERO,
-            period: SimTime::ZERO,
-            rel_deadline: SimTime::ZERO,
-            jitter: 0.0,
-            completions: vec![],
-            nice_schedule: vec![],
-        }
+        Program::new(0, "p".into(), "test", threads, SimTime::ZERO)
     }
 
     #[test]
