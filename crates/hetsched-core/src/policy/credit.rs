@@ -173,7 +173,11 @@ struct SeqQueue {
 
 impl SeqQueue {
     fn new() -> Self {
-        SeqQueue { by_seq: BTreeMap::new(), seq: Vec::new(), next: SEQ_GAP }
+        SeqQueue {
+            by_seq: BTreeMap::new(),
+            seq: Vec::new(),
+            next: SEQ_GAP,
+        }
     }
 
     fn key(&self, t: TaskId) -> Option<u64> {
@@ -191,7 +195,9 @@ impl SeqQueue {
 
     /// Tasks after key `k`, in queue order.
     fn after(&self, k: u64) -> impl Iterator<Item = TaskId> + '_ {
-        self.by_seq.range((Bound::Excluded(k), Bound::Unbounded)).map(|(_, &t)| t)
+        self.by_seq
+            .range((Bound::Excluded(k), Bound::Unbounded))
+            .map(|(_, &t)| t)
     }
 
     fn set_key(&mut self, t: TaskId, k: u64) {
@@ -1625,7 +1631,11 @@ mod tests {
                     }
                     (false, _) if !model.is_empty() => {
                         // Mostly before the head, to exhaust the gap there.
-                        let i = if rnd(4) == 0 { rnd(model.len() as u64) as usize } else { 0 };
+                        let i = if rnd(4) == 0 {
+                            rnd(model.len() as u64) as usize
+                        } else {
+                            0
+                        };
                         q.insert_before(t, model[i]);
                         model.insert(i, t);
                     }
