@@ -356,7 +356,7 @@ fn scan_bits(
         if w == lo / 64 {
             x &= u64::MAX << (lo % 64);
         }
-        if w == (hi - 1) / 64 && hi % 64 != 0 {
+        if w == (hi - 1) / 64 && (hi & 63) != 0 {
             x &= (1u64 << (hi % 64)) - 1;
         }
         while x != 0 {
@@ -1505,8 +1505,8 @@ impl Credit {
         let llc = &self.llc;
         let clear = |cands: &mut [u64], d: usize| {
             let (lo, hi) = llc.span[d];
-            for w in lo..hi {
-                cands[w] &= !llc.mask[d][w];
+            for (c, m) in cands[lo..hi].iter_mut().zip(&llc.mask[d][lo..hi]) {
+                *c &= !m;
             }
         };
         // Once the choice is idle, the other idle CPUs of its domain can no
@@ -1567,8 +1567,8 @@ impl Credit {
         let aff = &cx.task(t).affinity;
         self.scratch_allowed.clear();
         self.scratch_idlers.clear();
-        for w in 0..words {
-            let mut x = ty[w] & valid_word(n, w);
+        for (w, &tw) in ty.iter().enumerate().take(words) {
+            let mut x = tw & valid_word(n, w);
             if let crate::os::CpuSet::Mask(m) = aff {
                 x &= m.get(w).copied().unwrap_or(0);
             }
