@@ -757,7 +757,9 @@ pub(crate) fn is_schedutil(name: &str) -> bool {
 /// a CPU's utilisation is `max(util, Σ util_est of its runqueue / its
 /// capacity)`, so a task that wakes up with a large estimate raises the
 /// frequency at the next sample instead of after tens of milliseconds of
-/// PELT ramp-up. Left out: iowait
+/// PELT ramp-up. The sums come through the run's channel
+/// ([`Ctx::cpu_util_est`], see [`UtilChannel`]); a CPU whose sum is 0 (no
+/// util_est, or nothing queued) uses its own utilisation. Left out: iowait
 /// boost, uclamp, RT/DL utilisation, and the single-CPU rule that keeps the
 /// frequency while the CPU has not idled since the last update.
 pub struct Schedutil {
