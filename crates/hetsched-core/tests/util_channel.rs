@@ -36,8 +36,14 @@ fn parallel_runs_match_runs_alone() {
     let alone_without = all(&go(&without));
 
     // The channel matters here: the same run without util_est differs.
-    let no_est = all(&go(&scenario("eevdf[util_est=false,eas=true]", "schedutil")));
-    assert_ne!(alone_with, no_est, "util_est changes nothing in this scenario");
+    let no_est = all(&go(&scenario(
+        "eevdf[util_est=false,eas=true]",
+        "schedutil",
+    )));
+    assert_ne!(
+        alone_with, no_est,
+        "util_est changes nothing in this scenario"
+    );
     assert!(
         alone_without.contains("the governor is not schedutil"),
         "{alone_without}"
@@ -50,10 +56,7 @@ fn parallel_runs_match_runs_alone() {
     // Two of each at once, started together.
     let texts = [&with, &without, &with, &without];
     let got: Vec<String> = std::thread::scope(|s| {
-        let hs: Vec<_> = texts
-            .iter()
-            .map(|t| s.spawn(move || all(&go(t))))
-            .collect();
+        let hs: Vec<_> = texts.iter().map(|t| s.spawn(move || all(&go(t)))).collect();
         hs.into_iter().map(|h| h.join().expect("a run")).collect()
     });
     for (i, g) in got.iter().enumerate() {
@@ -62,7 +65,10 @@ fn parallel_runs_match_runs_alone() {
         } else {
             &alone_without
         };
-        assert_eq!(g, want, "run {i} in parallel differs from the same run alone");
+        assert_eq!(
+            g, want,
+            "run {i} in parallel differs from the same run alone"
+        );
     }
 }
 
@@ -70,9 +76,14 @@ fn parallel_runs_match_runs_alone() {
 fn schedutil_with_parameters_is_schedutil() {
     // The engine recognises `schedutil` by the name it was built under,
     // parameters included: EAS stays on and util_est reaches the governor.
-    let r = go(&scenario("eevdf[eas=true]", "schedutil[rate_limit_us=2000]"));
+    let r = go(&scenario(
+        "eevdf[eas=true]",
+        "schedutil[rate_limit_us=2000]",
+    ));
     assert!(
-        !r.warnings.iter().any(|w| w.contains("Energy Aware Scheduling is off")),
+        !r.warnings
+            .iter()
+            .any(|w| w.contains("Energy Aware Scheduling is off")),
         "{:?}",
         r.warnings
     );
