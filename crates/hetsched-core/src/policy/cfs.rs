@@ -388,7 +388,7 @@ impl FairQueues for Cfs {
         self.remove(t, src);
         self.renormalise(t, dst);
         self.insert(t, dst);
-        self.cap.est_enqueue(t, dst);
+        self.cap.est_enqueue(cx, t, dst);
         cx.migrate(t, dst);
         self.sync_tick(cx, src);
         self.sync_tick(cx, dst);
@@ -454,7 +454,7 @@ impl Scheduler for Cfs {
         if self.cap.track && !first {
             self.cap.update(cx, t, None);
         }
-        self.cap.est_enqueue(t, cpu);
+        self.cap.est_enqueue(cx, t, cpu);
         let min_vr = self.rqs[cpu].min_vruntime;
         match flags {
             EnqFlags::New => {

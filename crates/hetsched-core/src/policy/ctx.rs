@@ -3,6 +3,7 @@
 //! records on it, why a task is being enqueued ([`EnqFlags`]), and the
 //! observables agents sample ([`Observation`]).
 
+use super::governors::UtilChannel;
 use super::scx;
 use crate::hw::{CpuId, Machine};
 use crate::os::{Task, TaskId};
@@ -161,6 +162,9 @@ pub struct Ctx<'a> {
     pub(crate) fusion_levels: &'a [usize],
     /// The dispatch queues, for a scheduler that uses them (`scx.rs`).
     pub(crate) dsq: Option<&'a mut dyn scx::DsqOps>,
+    /// The util_est channel of the host's scheduler and governor (`None`
+    /// for agents and guest schedulers: a VM's guest sees no host governor).
+    pub(crate) util: Option<&'a mut UtilChannel>,
 }
 
 impl<'a> Ctx<'a> {
@@ -258,6 +262,28 @@ impl<'a> Ctx<'a> {
     /// Observables (agents only; empty for other components).
     pub fn observations(&self) -> &[Observation] {
         self.obs
+    }
+    /// Whether the run's cpufreq governor is `schedutil` (Linux enables
+    /// Energy Aware Scheduling only then). Always `false` for a guest
+    /// scheduler or an agent.
+    pub fn governor_is_schedutil(&self) -> bool {
+        self.util.as_ref().is_some_and(|u| u.schedutil)
+    }
+    /// The util_est sum of `cpu`'s runqueue as the scheduler last published
+    /// it (0 when it publishes none, or outside the host's scheduler and
+    /// governor).
+    pub fn cpu_util_est(&self, cpu: CpuId) -> u32 {
+        self.util
+            .as_ref()
+            .and_then(|u| u.est.get(cpu).copied())
+            .unwrap_or(0)
+    }
+    /// Publish the util_est sum of `cpu`'s runqueue for the governor (no
+    /// effect outside the host's scheduler and governor).
+    pub fn set_cpu_util_est(&mut self, cpu: CpuId, v: u32) {
+        if let Some(e) = self.util.as_mut().and_then(|u| u.est.get_mut(cpu)) {
+            *e = v;
+        }
     }
     /// Runnable plus running tasks (instantaneous load average).
     pub fn load_avg(&self) -> f64 {

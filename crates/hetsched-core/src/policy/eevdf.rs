@@ -884,7 +884,7 @@ impl FairQueues for Eevdf {
         let resched = self.update_curr(dst, now);
         self.place_entity(dst, t, false);
         self.attach(dst, t);
-        self.cap.est_enqueue(t, dst);
+        self.cap.est_enqueue(cx, t, dst);
         cx.migrate(t, dst);
         if resched {
             cx.resched(dst);
@@ -967,7 +967,7 @@ impl Scheduler for Eevdf {
         if self.cap.track && !first {
             self.cap.update(cx, t, None);
         }
-        self.cap.est_enqueue(t, cpu);
+        self.cap.est_enqueue(cx, t, cpu);
         let resched = self.update_curr(cpu, now);
         let (delayed, on_rq, old) = {
             let se = &self.se[t];

@@ -28,11 +28,9 @@
 //! sampling is deferred while a CPU sleeps; the simulator samples exactly on
 //! time, so the idle time of one evaluation never exceeds its interval.
 
-use super::fair::cap::UtilBoard;
 use super::{About, Ctx, Governor, ParamDef, Params, PolicySpec};
 use crate::hw::{CpuType, Machine};
 use crate::time::SimTime;
-use std::sync::Arc;
 
 /// Registry entry of `performance`.
 pub fn performance_info() -> About {
@@ -698,6 +696,38 @@ pub fn schedutil_info() -> About {
     }
 }
 
+/// The engine-owned channel between a fair scheduler and the `schedutil`
+/// governor (kernel: `cpu_util_cfs_boost()` reads the runqueue's
+/// `util_est`): each CPU's util_est sum, written by the scheduler, read by
+/// the governor, and whether the run's governor is `schedutil` (which the
+/// scheduler needs for Energy Aware Scheduling's gating). One per run, so
+/// runs in parallel threads never share it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct UtilChannel {
+    /// Per CPU of the host machine: the util_est sum of its runqueue
+    /// (capacity units, 1024 = the biggest CPU at its highest P-state).
+    pub(crate) est: Vec<u32>,
+    /// Whether the governor of the run is `schedutil`.
+    pub(crate) schedutil: bool,
+}
+
+impl UtilChannel {
+    /// A channel for `ncpus` CPUs; `schedutil`: the run's governor is
+    /// `schedutil`.
+    pub(crate) fn new(ncpus: usize, schedutil: bool) -> UtilChannel {
+        UtilChannel {
+            est: vec![0; ncpus],
+            schedutil,
+        }
+    }
+}
+
+/// Whether a governor named `name` (its registry name, with its parameters
+/// in brackets if any) is `schedutil`.
+pub(crate) fn is_schedutil(name: &str) -> bool {
+    name == "schedutil" || name.starts_with("schedutil[")
+}
+
 /// The `schedutil` governor (`kernel/sched/cpufreq_schedutil.c`).
 ///
 /// Utilisation: every `rate_limit_us` (the interval `Δt` since the last
@@ -727,7 +757,9 @@ pub fn schedutil_info() -> About {
 /// a CPU's utilisation is `max(util, Σ util_est of its runqueue / its
 /// capacity)`, so a task that wakes up with a large estimate raises the
 /// frequency at the next sample instead of after tens of milliseconds of
-/// PELT ramp-up. Left out: iowait
+/// PELT ramp-up. The sums come through the run's channel
+/// ([`Ctx::cpu_util_est`], see [`UtilChannel`]); a CPU whose sum is 0 (no
+/// util_est, or nothing queued) uses its own utilisation. Left out: iowait
 /// boost, uclamp, RT/DL utilisation, and the single-CPU rule that keeps the
 /// frequency while the CPU has not idled since the last update.
 pub struct Schedutil {
@@ -738,17 +770,6 @@ pub struct Schedutil {
     prev_busy: Vec<u64>,
     last: SimTime,
     req: Option<Requested>,
-    /// The scheduler's util_est sums (see `fair::cap::UtilBoard`) and the
-    /// board's key.
-    board: Option<(Arc<UtilBoard>, usize)>,
-}
-
-impl Drop for Schedutil {
-    fn drop(&mut self) {
-        if let Some((b, key)) = &self.board {
-            UtilBoard::unregister(b, *key);
-        }
-    }
 }
 
 impl Schedutil {
@@ -766,7 +787,6 @@ impl Schedutil {
             prev_busy: vec![],
             last: SimTime::ZERO,
             req: None,
-            board: None,
         })
     }
 
@@ -785,10 +805,6 @@ impl Governor for Schedutil {
         self.prev_busy = vec![0; cx.ncpus()];
         self.last = cx.now;
         self.req = Some(Requested::new(cx));
-        if let Some((b, key)) = &self.board {
-            UtilBoard::unregister(b, *key);
-        }
-        self.board = Some(UtilBoard::register(cx.machine));
     }
     fn period(&self) -> Option<SimTime> {
         Some(self.rate_limit)
@@ -810,16 +826,15 @@ impl Governor for Schedutil {
         }
         for (d, dom) in m.domains.iter().enumerate() {
             let t = &m.types[dom.ty];
-            let board = self.board.as_ref().map(|b| &b.0);
             let util = dom
                 .cpus
                 .iter()
-                .map(|&c| match board.map(|b| b.get(c)) {
-                    Some(est) if est > 0 => {
+                .map(|&c| match cx.cpu_util_est(c) {
+                    0 => self.util[c],
+                    est => {
                         let cap = m.ty(c).capacity.max(1) as f64;
                         self.util[c].max((est as f64 / cap).min(1.0))
                     }
-                    _ => self.util[c],
                 })
                 .fold(0.0f64, f64::max);
             let next = (1.25 * fmax_khz(t) as f64 * util) as u64;

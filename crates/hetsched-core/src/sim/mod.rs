@@ -235,6 +235,8 @@ pub struct Engine {
     iw: idle_wait::IdleWait,
     /// Set when the progress callback stopped the run.
     interrupted: Option<Interrupt>,
+    /// The util_est channel between the host scheduler and the governor.
+    util: crate::policy::governors::UtilChannel,
 }
 
 /// Whose context [`Engine::ctx`] builds.
@@ -319,7 +321,12 @@ impl Engine {
             .scheduler
             .uses_dsqs()
             .then(|| Box::new(dsq::DsqState::new(n, s.tasks.len())));
+        let util = crate::policy::governors::UtilChannel::new(
+            n,
+            crate::policy::governors::is_schedutil(s.governor.name()),
+        );
         let mut e = Engine {
+            util,
             cpus: vec![CpuRt::default(); n],
             current: vec![None; n],
             online: vec![true; n],
@@ -411,6 +418,7 @@ impl Engine {
             vm,
             dynm,
             dsq,
+            util,
             ..
         } = self;
         let vm::VmState {
@@ -421,11 +429,13 @@ impl Engine {
         } = vm;
         let (sched, cx) = match who {
             CtxFor::Host | CtxFor::Agent => {
-                let dsq = match who {
-                    CtxFor::Host => dsq
-                        .as_deref_mut()
-                        .map(|d| d as &mut dyn crate::policy::scx::DsqOps),
-                    _ => None,
+                let (dsq, util) = match who {
+                    CtxFor::Host => (
+                        dsq.as_deref_mut()
+                            .map(|d| d as &mut dyn crate::policy::scx::DsqOps),
+                        Some(util),
+                    ),
+                    _ => (None, None),
                 };
                 let cx = Ctx {
                     now: *now,
@@ -443,6 +453,7 @@ impl Engine {
                     vcpus: vinfo,
                     fusion_levels: dynm.as_deref().map_or(&[], |d| d.fusion_levels()),
                     dsq,
+                    util,
                 };
                 (sched, cx)
             }
@@ -464,6 +475,7 @@ impl Engine {
                     vcpus: &[],
                     fusion_levels: &[],
                     dsq: None,
+                    util: None,
                 };
                 (&mut g.sched, cx)
             }

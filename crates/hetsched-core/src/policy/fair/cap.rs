@@ -22,19 +22,18 @@
 //! A scheduler keeps its own runqueues and calls this module's hooks at
 //! enqueue, pick, stop and tick; see `cfs.rs` and `eevdf.rs`.
 //!
-//! The `schedutil` governor reads a runqueue's util_est sum through a
-//! [`UtilBoard`]: the governor registers one for its machine when it starts,
-//! the scheduler takes it when it starts (after the governor, in the same
-//! run), and from then on writes each CPU's sum there. Finding a board is
-//! also how a scheduler learns that the governor is `schedutil`.
+//! The `schedutil` governor reads a runqueue's util_est sum through the
+//! engine's per-run channel: with util_est and `schedutil`, the scheduler
+//! publishes each CPU's sum whenever it changes
+//! ([`Ctx::set_cpu_util_est`]) and the governor reads it at its samples
+//! ([`Ctx::cpu_util_est`]). The scheduler learns that the governor is
+//! `schedutil` from [`Ctx::governor_is_schedutil`]; a VM's guest scheduler
+//! sees no host governor (as a Linux guest does not).
 
 use super::super::Ctx;
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 use crate::time::SimTime;
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// A CPU is over-utilised above this fraction of its capacity; EAS is off
 /// while any CPU is (the kernel's `cpu_overutilized`, 80%).
@@ -72,67 +71,6 @@ pub(in crate::policy) fn util_est_ewma(ewma: u32, dequeued: u32) -> u32 {
         return ewma;
     }
     ((ewma << UTIL_EST_WEIGHT_SHIFT) - diff) >> UTIL_EST_WEIGHT_SHIFT
-}
-
-// ------------------------------------------------------------ util board
-
-/// Per-CPU util_est sums a fair scheduler hands to `schedutil` (capacity
-/// units, 1024 = the biggest CPU at its highest P-state).
-#[derive(Debug)]
-pub(in crate::policy) struct UtilBoard {
-    est: Vec<AtomicU32>,
-}
-
-/// Boards registered by `schedutil` and not yet taken, by machine address
-/// (one machine per run; both components see the same one during the run).
-static BOARDS: Mutex<BTreeMap<usize, Arc<UtilBoard>>> = Mutex::new(BTreeMap::new());
-
-fn board_key(m: &Machine) -> usize {
-    m as *const Machine as usize
-}
-
-impl UtilBoard {
-    /// `schedutil` starts on `m`: a board for its scheduler. Returns the
-    /// board and its key (for [`UtilBoard::unregister`]).
-    pub(in crate::policy) fn register(m: &Machine) -> (Arc<UtilBoard>, usize) {
-        let b = Arc::new(UtilBoard {
-            est: (0..m.ncpus()).map(|_| AtomicU32::new(0)).collect(),
-        });
-        let key = board_key(m);
-        BOARDS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, b.clone());
-        (b, key)
-    }
-
-    /// A scheduler starts on `m`: the board of the `schedutil` governor of
-    /// this run, if the governor is `schedutil`.
-    pub(in crate::policy) fn take(m: &Machine) -> Option<Arc<UtilBoard>> {
-        BOARDS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&board_key(m))
-    }
-
-    /// The governor ends: forget its board if nobody took it.
-    pub(in crate::policy) fn unregister(b: &Arc<UtilBoard>, key: usize) {
-        let mut map = BOARDS.lock().unwrap_or_else(|e| e.into_inner());
-        if map.get(&key).is_some_and(|x| Arc::ptr_eq(x, b)) {
-            map.remove(&key);
-        }
-    }
-
-    /// The util_est sum of `cpu`.
-    pub(in crate::policy) fn get(&self, cpu: CpuId) -> u32 {
-        self.est.get(cpu).map_or(0, |a| a.load(Ordering::Relaxed))
-    }
-
-    fn set(&self, cpu: CpuId, v: u32) {
-        if let Some(a) = self.est.get(cpu) {
-            a.store(v, Ordering::Relaxed);
-        }
-    }
 }
 
 // ------------------------------------------------------------- the state
@@ -207,7 +145,9 @@ pub(in crate::policy) struct CapAware {
     load: Vec<Load>,
     /// Per CPU: sum of the util_est EWMAs of its enqueued tasks.
     rq_est: Vec<u32>,
-    board: Option<Arc<UtilBoard>>,
+    /// Publish the sums for `schedutil` (util_est on and the governor is
+    /// `schedutil`).
+    publish: bool,
 }
 
 impl CapAware {
@@ -226,7 +166,7 @@ impl CapAware {
             fits_at_fmax,
             load: Vec::new(),
             rq_est: vec![0; n],
-            board: None,
+            publish: false,
         }
     }
 
@@ -235,9 +175,9 @@ impl CapAware {
     /// only reasons are the machine's: the `linux` entry enables EAS only
     /// where the machine supports it), and connect to `schedutil`.
     pub(in crate::policy) fn start(&mut self, cx: &mut Ctx, who: &str, quiet_gate: bool) {
-        let board = UtilBoard::take(cx.machine);
+        let schedutil = cx.governor_is_schedutil();
         if self.eas {
-            let missing = eas_missing(cx.machine, board.is_some());
+            let missing = eas_missing(cx.machine, schedutil);
             if !missing.is_empty() {
                 self.eas = false;
                 let machine_only = missing.iter().all(|r| !r.contains("governor"));
@@ -249,8 +189,8 @@ impl CapAware {
                 }
             }
         }
-        if self.util_est && board.is_some() {
-            self.board = board;
+        if self.util_est && schedutil {
+            self.publish = true;
             self.track = true;
         }
     }
@@ -321,15 +261,15 @@ impl CapAware {
         self.load.get(t).map_or(0, |l| l.ewma)
     }
 
-    fn publish(&self, cpu: CpuId) {
-        if let Some(b) = &self.board {
-            b.set(cpu, self.rq_est[cpu]);
+    fn publish(&self, cx: &mut Ctx, cpu: CpuId) {
+        if self.publish {
+            cx.set_cpu_util_est(cpu, self.rq_est[cpu]);
         }
     }
 
     /// `util_est_enqueue`: `t` counts on `cpu` (moved from another CPU if it
     /// counted there).
-    pub(in crate::policy) fn est_enqueue(&mut self, t: TaskId, cpu: CpuId) {
+    pub(in crate::policy) fn est_enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
         if !self.util_est || !self.track {
             return;
         }
@@ -338,23 +278,23 @@ impl CapAware {
         if prev.is_some_and(|(c, _)| c == cpu) {
             return;
         }
-        self.est_dequeue(t);
+        self.est_dequeue(cx, t);
         self.at(t).on = Some((cpu, ewma));
         self.rq_est[cpu] += ewma;
-        self.publish(cpu);
+        self.publish(cx, cpu);
     }
 
     /// `util_est_dequeue`: `t` no longer counts on its CPU.
-    pub(in crate::policy) fn est_dequeue(&mut self, t: TaskId) {
+    pub(in crate::policy) fn est_dequeue(&mut self, cx: &mut Ctx, t: TaskId) {
         if let Some((c, v)) = self.load.get_mut(t).and_then(|l| l.on.take()) {
             self.rq_est[c] -= v;
-            self.publish(c);
+            self.publish(cx, c);
         }
     }
 
     /// `t` ran on `cpu` and goes to sleep (or exits): its utilisation up to
     /// now, `util_est_update` with it, and `util_est_dequeue`.
-    pub(in crate::policy) fn sleep(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId) {
+    pub(in crate::policy) fn sleep(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
         if !self.track {
             return;
         }
@@ -363,7 +303,7 @@ impl CapAware {
             let l = self.at(t);
             // The kernel's util_avg is an integer.
             l.ewma = util_est_ewma(l.ewma, l.util as u32);
-            self.est_dequeue(t);
+            self.est_dequeue(cx, t);
         }
     }
 
