@@ -102,7 +102,7 @@ fn params() -> Vec<ParamDef> {
 
 /// Registry entry of `capacity-aware`.
 pub fn capacity_aware_info() -> About {
-    let params = super::registry::switched_on(params(), &["capacity_aware"]);
+    let params = super::switched_on(params(), &["capacity_aware"]);
     About {
         name: "capacity-aware",
         doc: "CFS with Linux's capacity awareness: wake-up placement on an idle CPU where the task fits (util × 1.25 < capacity), misfit detection and migration to a bigger CPU",
@@ -112,7 +112,7 @@ pub fn capacity_aware_info() -> About {
 
 /// Registry entry of `eas`.
 pub fn eas_info() -> About {
-    let params = super::registry::switched_on(params(), &["capacity_aware", "eas"]);
+    let params = super::switched_on(params(), &["capacity_aware", "eas"]);
     About {
         name: "eas",
         doc: "Energy Aware Scheduling on capacity-aware CFS: wake-up placement minimising the estimated energy of the performance domains (at the P-state schedutil would pick), off while any CPU is over-utilised (> 80%)",

@@ -191,7 +191,7 @@ pub fn info() -> About {
 
 /// Registry entry of `linux`.
 pub fn linux_info() -> About {
-    let params = super::registry::switched_on(params(), &["capacity_aware", "eas"]);
+    let params = super::switched_on(params(), &["capacity_aware", "eas"]);
     About {
         name: "linux",
         doc: "Today's Linux (6.12) fair class as distributions ship it: eevdf with util_est, capacity awareness and misfit migration, and EAS where the kernel enables it (an energy model and asymmetric capacities; use governor = \"schedutil\", which EAS needs)",

@@ -43,10 +43,8 @@ pub mod scx_central;
 pub mod scx_simple;
 
 pub use ctx::{Ctx, EnqFlags, Observation, Request};
-pub use params::{parse_spec, Params, PolicySpec};
-pub use registry::{
-    make_agent, make_governor, make_scheduler, registry, About, Kind, ParamDef, PolicyInfo,
-};
+pub use params::{parse_spec, switched_on, About, ParamDef, Params, PolicySpec};
+pub use registry::{make_agent, make_governor, make_scheduler, registry, Kind, PolicyInfo};
 
 use crate::hw::{CpuId, Machine};
 use crate::os::{CpuSet, TaskId};

@@ -1,8 +1,45 @@
 //! Policy specs (`"cfs[latency_ms=24]"`) and their parameters, checked
 //! against each policy's documented definitions.
 
-use super::ParamDef;
 use std::collections::BTreeMap;
+
+/// A documented parameter of a policy.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ParamDef {
+    /// Its name, as written between the brackets of a spec.
+    pub name: &'static str,
+    /// Its default value, as text.
+    pub default: &'static str,
+    /// What it means, with its unit and range.
+    pub doc: &'static str,
+}
+
+/// `params` with the boolean parameters `names` on by default: the
+/// parameter list of an entry that is another entry with features switched
+/// on (`eas` is `cfs` with `capacity_aware` and `eas`).
+pub fn switched_on(params: Vec<ParamDef>, names: &[&str]) -> Vec<ParamDef> {
+    params
+        .into_iter()
+        .map(|mut p| {
+            if names.contains(&p.name) {
+                p.default = "true";
+            }
+            p
+        })
+        .collect()
+}
+
+/// What a policy's file says about it: its registry name, a one-line
+/// description and its parameters.
+#[derive(Clone, Debug)]
+pub struct About {
+    /// Registry name.
+    pub name: &'static str,
+    /// One-line description.
+    pub doc: &'static str,
+    /// Parameters with their defaults.
+    pub params: Vec<ParamDef>,
+}
 
 /// A policy name with parameters, parsed from `"name[key=value, ...]"`.
 #[derive(Clone, Debug, PartialEq)]

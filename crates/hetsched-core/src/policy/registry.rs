@@ -5,8 +5,8 @@
 //! is its file plus one line here.
 
 use super::{
-    cfs, chameleon, credit, dwrr, edf, eevdf, governors, parse_spec, patel, scx_simple, Agent,
-    Governor, PolicySpec, Scheduler,
+    cfs, chameleon, credit, dwrr, edf, eevdf, governors, parse_spec, patel, scx_simple, About,
+    Agent, Governor, ParamDef, PolicySpec, Scheduler,
 };
 use crate::hw::Machine;
 
@@ -31,44 +31,6 @@ impl Kind {
             Kind::Agent => "agent",
         }
     }
-}
-
-/// A documented parameter of a policy.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct ParamDef {
-    /// Its name, as written between the brackets of a spec.
-    pub name: &'static str,
-    /// Its default value, as text.
-    pub default: &'static str,
-    /// What it means, with its unit and range.
-    pub doc: &'static str,
-}
-
-/// `params` with the boolean parameters `names` on by default: the
-/// parameter list of an entry that is another entry with features switched
-/// on (`eas` is `cfs` with `capacity_aware` and `eas`).
-pub fn switched_on(params: Vec<ParamDef>, names: &[&str]) -> Vec<ParamDef> {
-    params
-        .into_iter()
-        .map(|mut p| {
-            if names.contains(&p.name) {
-                p.default = "true";
-            }
-            p
-        })
-        .collect()
-}
-
-/// What a policy's file says about it: its registry name, a one-line
-/// description and its parameters.
-#[derive(Clone, Debug)]
-pub struct About {
-    /// Registry name.
-    pub name: &'static str,
-    /// One-line description.
-    pub doc: &'static str,
-    /// Parameters with their defaults.
-    pub params: Vec<ParamDef>,
 }
 
 /// A registry entry as listed: [`About`] plus the kind of component.
