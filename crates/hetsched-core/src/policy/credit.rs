@@ -16,7 +16,16 @@
 //!   at one slice's worth either way; credit > 0 is UNDER, else OVER;
 //! * BOOST on wake-up for an UNDER vCPU, preempting a lower-priority vCPU;
 //! * a CPU whose next candidate is OVER, or that would go idle, first steals
-//!   a higher-priority queued vCPU from its peers (`csched_load_balance`);
+//!   a higher-priority queued vCPU from its peers (`csched_load_balance`):
+//!   busy peers only, in CPU order from the next one, the first queued vCPU
+//!   of a strictly higher priority that may run here — an UNDER vCPU
+//!   preempted at the end of its slice included; never a running one
+//!   (`csched_runq_steal`; Xen 3.4's migration delay, `vcpu_migration_delay`,
+//!   defaults to 0, so no vCPU counts as cache-hot);
+//! * on each tick a running vCPU checks whether it would be better off
+//!   elsewhere (`csched_vcpu_acct` calling `csched_cpu_pick` with its own CPU
+//!   counted as idle): if another last-level-cache domain has more idle CPUs
+//!   it is migrated there (Credit only; AASH places vCPUs by fast credits);
 //! * wake-up placement: the previous CPU if idle, else an idle CPU (a
 //!   random one among the idle for a first start, Xen's arbitrary choice),
 //!   else the previous CPU.
@@ -425,6 +434,9 @@ pub struct Credit {
     /// CPUs running a task (set in `running`, cleared in `stopping`, as the
     /// engine sets and clears the current task just before them).
     run_mask: Vec<u64>,
+    /// CPUs a running vCPU was sent to on this tick (`move_running`): no
+    /// longer idle for the next checks.
+    claimed: Vec<u64>,
     /// CPU masks by speed for AASH (fast, slow); every CPU in both without.
     fast_mask: Vec<u64>,
     slow_mask: Vec<u64>,
@@ -519,6 +531,7 @@ impl Credit {
             rq_count: vec![[0; 3]; n],
             le: std::array::from_fn(|_| vec![0; n.div_ceil(64)]),
             run_mask: vec![0; n.div_ceil(64)],
+            claimed: vec![0; n.div_ceil(64)],
             fast_mask,
             slow_mask,
             log: None,
@@ -828,13 +841,15 @@ impl Credit {
         // Only queues that hold a task of a priority below `than`, of
         // `cpu`'s speed class (AASH: no stealing across core types), in the
         // order of a scan from `cpu + 1`.
+        // Xen's `csched_runq_steal` skips a peer that runs nothing: it is
+        // about to take its own queue's head.
         let le = &self.le[(than - 1).min(2) as usize];
-        let ty = self.same_type(cpu);
+        let (ty, run) = (self.same_type(cpu), &self.run_mask);
         let mut at = None;
         let found = find_cyclic(
             n,
             cpu,
-            |w| le[w] & ty[w],
+            |w| le[w] & ty[w] & run[w],
             |peer| {
                 at = self.rq[peer]
                     .iter()
@@ -1247,7 +1262,7 @@ impl Scheduler for Credit {
         // `allowed`, with the task's fast-credit status looked up once.
         let holder = self.aash.as_ref().map(|a| a.is_holder[task]);
         if let Some(p) = prev {
-            if let Some(c) = self.xen_pick(cx, task, p) {
+            if let Some(c) = self.xen_pick(cx, task, p, false, true) {
                 if self.idle(cx, c) {
                     return c;
                 }
@@ -1392,6 +1407,9 @@ impl Scheduler for Credit {
             if self.credit[t] <= 0.0 && self.pri[t] != OVER && !self.is_fast(cpu) {
                 self.set_pri(cx, t, OVER);
             }
+            if self.move_running(cx, t, cpu) {
+                continue;
+            }
             let head = self.rq[cpu].front().map(|&h| self.pri[h]);
             let slice_over = cx.now.since(self.slice_start[cpu]) >= self.slice;
             if head.is_some_and(|h| h < self.pri[t] || (slice_over && h <= self.pri[t])) {
@@ -1456,17 +1474,67 @@ impl Scheduler for Credit {
                 }
             }
         }
+        for w in self.claimed.iter_mut() {
+            *w = 0;
+        }
         cx.arm_timer(cx.now + self.tick, 0);
     }
 }
 
 impl Credit {
+    /// Xen's `csched_vcpu_acct` on a tick: a running vCPU checks whether it
+    /// would be better off elsewhere (`csched_cpu_pick` with its own CPU
+    /// counted as idle: another last-level-cache domain has more idle CPUs)
+    /// and, if so, is migrated there. Credit only: AASH places vCPUs by
+    /// their fast credits. Whether it moved.
+    fn move_running(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) -> bool {
+        if self.aash.is_some() {
+            return false;
+        }
+        let n = cx.ncpus();
+        if self.claimed.len() != n.div_ceil(64) {
+            self.claimed = vec![0; n.div_ceil(64)];
+        }
+        // Without another idle CPU nothing can beat the current one.
+        let (run, q, cl) = (&self.run_mask, &self.le[2], &self.claimed);
+        let other_idle = (0..n.div_ceil(64)).any(|w| {
+            let mut x = !run[w] & !q[w] & !cl[w] & valid_word(n, w);
+            if w == cpu / 64 {
+                x &= !(1 << (cpu % 64));
+            }
+            x != 0
+        });
+        if !other_idle {
+            return false;
+        }
+        match self.xen_pick(cx, t, cpu, true, false) {
+            Some(c) if c != cpu => {
+                let c = self.xen_pick(cx, t, cpu, true, true).unwrap_or(c);
+                // Later checks on this tick see the target as taken.
+                self.claimed[c / 64] |= 1 << (c % 64);
+                cx.migrate(t, c);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Xen's `csched_cpu_pick`: start from the previous CPU; an idle CPU in
     /// a last-level-cache domain (socket) with more idle CPUs than the
     /// current choice's wins, cycling through that domain's idle CPUs from
     /// where the last such choice left off; within a domain an idle CPU
-    /// beats a busy one.
-    fn xen_pick(&mut self, cx: &Ctx, t: TaskId, prev: CpuId) -> Option<CpuId> {
+    /// beats a busy one. `prev_idle`: count `prev` as idle, as Xen does
+    /// (`cpu_set(cpu, idlers)`) when it checks whether a running vCPU would
+    /// be better off elsewhere; `commit`: remember the choice in the
+    /// domain's idle bias (Xen's `commit`; the running-vCPU check does not).
+    fn xen_pick(
+        &mut self,
+        cx: &Ctx,
+        t: TaskId,
+        prev: CpuId,
+        prev_idle: bool,
+        commit: bool,
+    ) -> Option<CpuId> {
         let n = cx.ncpus();
         if self.idle_bias.len() < n {
             self.idle_bias = (0..n).collect();
@@ -1480,7 +1548,10 @@ impl Credit {
         // each LLC domain has: word by word.
         self.allowed_idle(cx, t);
         let allowed = std::mem::take(&mut self.scratch_allowed);
-        let idlers = std::mem::take(&mut self.scratch_idlers);
+        let mut idlers = std::mem::take(&mut self.scratch_idlers);
+        if prev_idle && allowed[prev / 64] & (1 << (prev % 64)) != 0 {
+            idlers[prev / 64] |= 1 << (prev % 64);
+        }
         for (d, &(lo, hi)) in self.llc.span.iter().enumerate() {
             let m = &self.llc.mask[d];
             self.llc.count[d] = (lo..hi)
@@ -1529,7 +1600,9 @@ impl Credit {
                 // is `nxt` alone, so the cycle from the bias finds it.
                 if !has(&idlers, cpu) {
                     cpu = nxt;
-                    self.idle_bias[nxt] = nxt;
+                    if commit {
+                        self.idle_bias[nxt] = nxt;
+                    }
                 }
                 cands[nxt / 64] &= !(1 << (nxt % 64));
             } else {
@@ -1537,7 +1610,9 @@ impl Credit {
                 if llc.count[dc] < llc.count[dn] {
                     let bias = self.idle_bias[nxt];
                     cpu = next_cyclic(n, bias, |w| cands[w] & dom[w]).unwrap_or(nxt);
-                    self.idle_bias[nxt] = cpu;
+                    if commit {
+                        self.idle_bias[nxt] = cpu;
+                    }
                 }
                 clear(&mut cands, dn);
             }
@@ -1583,8 +1658,9 @@ impl Credit {
                 }
             }
             self.scratch_allowed.push(x);
+            let claimed = self.claimed.get(w).copied().unwrap_or(0);
             self.scratch_idlers
-                .push(x & !self.run_mask[w] & !self.le[2][w]);
+                .push(x & !self.run_mask[w] & !self.le[2][w] & !claimed);
         }
     }
 
