@@ -225,3 +225,20 @@ def test_every_row_of_fast_reproductions_has_a_kind(capsys) -> None:
     t4 = [r for r in rows if r["id"] == "chameleon-t4"]
     assert sum(r["kind"] == "calibration" for r in t4) == 4
     assert all(r["calibrated_by"]["parameter"] for r in t4 if r["kind"] == "calibration")
+
+
+def test_patel_best_savings_in_percent_is_the_platform_powers_calibration_point(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The rows' metadata, not the runs: every trial gets the same improvements.
+    monkeypatch.setattr(P, "measure", lambda *a, **k: None)
+    imp = {"savings": 20.0, "savings_w": 38.0, "performance": 5.0}
+    monkeypatch.setattr(P, "improvements", lambda *a, **k: imp)
+    rows = registry["patel-best"].fn("quick")
+    kinds = {r.claim.rsplit(", ", 1)[-1]: r for r in rows if "savings" in r.claim}
+    # The preset's 98 W platform power was chosen from "41 W, about 22 %"; it
+    # cancels in a difference of watts, not in a ratio to the control's power.
+    assert kinds["%"].kind == "calibration"
+    assert kinds["%"].calibrated_by is not None
+    assert "platform_base_w" in kinds["%"].calibrated_by[0]
+    assert kinds["W"].kind == "prediction"
