@@ -234,7 +234,8 @@ def test_patel_best_savings_in_percent_is_the_platform_powers_calibration_point(
     monkeypatch.setattr(P, "measure", lambda *a, **k: None)
     imp = {"savings": 20.0, "savings_w": 38.0, "performance": 5.0}
     monkeypatch.setattr(P, "improvements", lambda *a, **k: imp)
-    rows = registry["patel-best"].fn("quick")
+    rows = P.patel_best("quick")
+    assert isinstance(rows, list)
     kinds = {r.claim.rsplit(", ", 1)[-1]: r for r in rows if "savings" in r.claim}
     # The preset's 98 W platform power was chosen from "41 W, about 22 %"; it
     # cancels in a difference of watts, not in a ratio to the control's power.
