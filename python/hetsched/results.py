@@ -441,7 +441,7 @@ def _write_manifest(out: Path, res: Results) -> None:
         for name in RESULT_FILES
         if (out / name).exists()
     }
-    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
+    created = datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds")
     # The id tells runs apart: the resolved scenario (seed included), what it
     # produced, and when it was saved (the same scenario saved twice is two runs).
     ident = json.dumps([res.scenario, res.summary, created], sort_keys=True, default=str)
