@@ -356,13 +356,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
             stage("simulated; converting the results")
 
     bar = api._ProgressBar(scenario.name) if show_progress else None
-    stage(f"building {threads:,} threads")
     try:
-        res = api.run(scenario, trace=args.trace, check=args.check, progress=simulated)
+        stage(f"building {threads:,} threads")
+        res = api.run(
+            scenario,
+            trace=args.trace,
+            check=args.check,
+            progress=simulated if bar is not None or stages else False,
+        )
     except KeyboardInterrupt as e:
         partial = getattr(e, "results", None)
         if partial is None:
-            print(f"hetsched: {e or 'interrupted'}; nothing written", file=sys.stderr)
+            # Nothing was simulated yet (the scenario was being built).
+            print(
+                "hetsched: interrupted before the simulation started; nothing written",
+                file=sys.stderr,
+            )
             return EXIT_INTERRUPTED
         at = partial.summary.get("interrupted_at_s")
         when = (
@@ -382,9 +391,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    stage(f"writing the results to {out}/")
     try:
-        res.save(out)
+        res.save(out, announce=lambda name: stage(f"writing {out / name}"))
     except KeyboardInterrupt:
         print(
             f"hetsched: interrupted while the results were written; what was written is in "

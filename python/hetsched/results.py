@@ -357,7 +357,7 @@ class Results:
         )
         return out.reset_index(drop=True)
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path, *, announce: Any = None) -> Path:
         """Write the result files (see the module doc) into ``out_dir``, creating it,
         and last ``manifest.json``: the run id and each file's size and SHA-256.
 
@@ -369,7 +369,9 @@ class Results:
         file being written is removed, ``summary.json`` is rewritten with
         ``"partial": true`` and the files not written named in its warnings,
         and the manifest lists the files that were; then the
-        :class:`KeyboardInterrupt` propagates."""
+        :class:`KeyboardInterrupt` propagates. ``announce(name)``, if given, is
+        called before each file is written (``hetsched run`` shows it for large
+        runs)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         # No manifest while the files are written: a save cut short by
@@ -382,6 +384,8 @@ class Results:
         try:
             for name, write in writers:
                 current = out / name
+                if announce is not None:
+                    announce(name)
                 write(current)
                 files[name] = _file_meta(current)
                 current = None

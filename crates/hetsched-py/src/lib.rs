@@ -455,11 +455,12 @@ thread_local! {
     /// A `SystemExit` raised inside a policy callback, re-raised by `run`
     /// once the engine has stopped.
     static PENDING: std::cell::RefCell<Option<PyErr>> = const { std::cell::RefCell::new(None) };
-    /// A `KeyboardInterrupt` raised inside a policy callback: Ctrl-C landing
-    /// in Python code. The run stops at its next interrupt check with partial
-    /// results, as for a Ctrl-C between callbacks; no Python callback runs
-    /// after it.
-    static POLICY_INTERRUPT: std::cell::RefCell<Option<PyErr>> =
+    /// A `KeyboardInterrupt` raised inside a policy callback (Ctrl-C landing
+    /// in Python code), with the simulated time it was raised at, s. The run
+    /// stops at its next interrupt check with partial results, as for a
+    /// Ctrl-C between callbacks; until then the policy is called as before
+    /// (the interrupted callback's answer is its fallback).
+    static POLICY_INTERRUPT: std::cell::RefCell<Option<(PyErr, f64)>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -483,11 +484,6 @@ fn call_py<T>(
     args: impl FnOnce(Python<'_>, Py<Context>) -> PyResult<Bound<'_, pyo3::types::PyTuple>>,
     convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>,
 ) -> Option<T> {
-    if POLICY_INTERRUPT.with(|p| p.borrow().is_some()) {
-        // Interrupted: the run stops at its next check; Python code is
-        // not called again in between.
-        return None;
-    }
     Python::with_gil(|py| {
         let ptr: *mut Ctx<'static> = (cx as *mut Ctx<'_>).cast();
         let ctx = match Py::new(
@@ -512,7 +508,11 @@ fn call_py<T>(
             Err(e) if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) => {
                 // Ctrl-C is no policy error: the run ends as interrupted, with
                 // partial results, and `run` raises the KeyboardInterrupt.
-                POLICY_INTERRUPT.with(|p| *p.borrow_mut() = Some(e));
+                let at = cx.now.as_secs_f64();
+                POLICY_INTERRUPT.with(|p| {
+                    // The first one counts; later ones are the same Ctrl-C.
+                    p.borrow_mut().get_or_insert((e, at));
+                });
                 None
             }
             Err(e) if e.is_instance_of::<pyo3::exceptions::PySystemExit>(py) => {
@@ -865,7 +865,7 @@ fn run(
     let stop: std::cell::RefCell<Option<(&str, PyErr)>> = std::cell::RefCell::new(None);
     let mut cb = |now: f64, end: f64| -> Result<(), String> {
         let (what, e) = match POLICY_INTERRUPT.with(|p| p.borrow_mut().take()) {
-            Some(e) => ("a policy callback raised", e),
+            Some((e, _)) => ("a policy callback raised", e),
             None => match py.check_signals() {
                 Err(e) => ("a signal handler raised", e),
                 Ok(()) => match progress.as_ref().map(|p| p.call1((now, end))) {
@@ -919,8 +919,8 @@ fn run(
     // run's final events): the run is over, the interrupt still propagates.
     let late = POLICY_INTERRUPT.with(|p| p.borrow_mut().take());
     let late = match (res.is_err(), late) {
-        (true, Some(e)) => return Err(e),
-        (_, late) => late.is_some(),
+        (true, Some((e, _))) => return Err(e),
+        (_, late) => late.map(|(_, at)| at),
     };
     let mut res: RunResults = res.map_err(to_py)?;
     let stopped = stop.borrow_mut().take();
@@ -936,7 +936,7 @@ fn run(
     }
     // Ctrl-C after the run's last event: the results are complete but the
     // interrupt is kept (partial results, KeyboardInterrupt).
-    let mut converting = stopped.is_none() && late;
+    let mut converting = stopped.is_none() && late.is_some();
     let scn = scenario.inner.to_json();
     let labels = labels_json(&res);
     let big = BigTables::take(&mut res);
@@ -960,7 +960,13 @@ fn run(
     // that converting and writing them fits in the moment Ctrl-C allows: a
     // table longer than PARTIAL_MAX_ROWS is left out and named.
     res.summary.partial = true;
-    if converting {
+    if let (true, Some(at)) = (converting, late) {
+        res.warnings.push(format!(
+            "a policy callback raised KeyboardInterrupt at {at:.6} s simulated and the run \
+             ended, at {:.6} s, before its next interrupt check: the results are partial",
+            res.summary.sim_end_s
+        ));
+    } else if converting {
         res.warnings.push(format!(
             "interrupted after the run's last event, at {:.6} s simulated, while its results \
              were converted: the results are partial",
@@ -987,7 +993,14 @@ fn run(
         Err(Unwritten::Json(e)) => return Err(err(e)),
         Err(Unwritten::Raised(e)) => return Err(e),
     };
-    let msg = if converting {
+    let msg = if let (true, Some(at)) = (converting, late) {
+        format!(
+            "a policy callback raised KeyboardInterrupt at {at:.6} s simulated; the run ended \
+             at {:.6} s before its next interrupt check; the partial results are in the \
+             exception's `results`",
+            res.summary.sim_end_s
+        )
+    } else if converting {
         format!(
             "interrupted while the results of the run ({:.6} s simulated, {} events) were \
              converted; the partial results are in the exception's `results`",
@@ -1133,7 +1146,8 @@ fn write_rows<T: serde::Serialize>(
     let io = serde_json::Error::io;
     w.write_all(b"[").map_err(io)?;
     for (i, piece) in rows.chunks(PIECE_ROWS).enumerate() {
-        w.write_all(if i == 0 { b"\n" } else { b",\n" }).map_err(io)?;
+        w.write_all(if i == 0 { b"\n" } else { b",\n" })
+            .map_err(io)?;
         for (j, row) in piece.iter().enumerate() {
             if j > 0 {
                 w.write_all(b",").map_err(io)?;
@@ -1167,9 +1181,9 @@ fn write_results(
     };
     let written = (|| -> Result<(), serde_json::Error> {
         let io = serde_json::Error::io;
-        let map = head
-            .as_object()
-            .ok_or_else(|| <serde_json::Error as serde::ser::Error>::custom("results are no object"))?;
+        let map = head.as_object().ok_or_else(|| {
+            <serde_json::Error as serde::ser::Error>::custom("results are no object")
+        })?;
         w.write_all(b"{").map_err(io)?;
         for (i, (k, v)) in map.iter().enumerate() {
             if i > 0 {
@@ -1204,7 +1218,9 @@ fn write_results(
         (_, Some(e)) => Err(Unwritten::Raised(e)),
         (Err(e), None) => Err(Unwritten::Json(e)),
         (Ok(()), None) => String::from_utf8(w.buf).map_err(|e| {
-            Unwritten::Json(<serde_json::Error as serde::ser::Error>::custom(e.to_string()))
+            Unwritten::Json(<serde_json::Error as serde::ser::Error>::custom(
+                e.to_string(),
+            ))
         }),
     }
 }
