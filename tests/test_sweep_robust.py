@@ -365,29 +365,21 @@ def test_the_getting_started_sweep_runs_as_a_plain_script(tmp_path: Path) -> Non
     assert (tmp_path / "sweep2" / "results.csv").exists()
 
 
-# -- item 9: TOML on Python 3.10 --------------------------------------------------
+# -- item 9: the declared Python is the one that reads TOML ------------------------
 
 
-def test_toml_is_read_with_tomli_where_tomllib_is_missing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    tomllib = toml_module()
-    (tmp_path / "base.json").write_text(json.dumps(BASE))
-    sweep_file = tmp_path / "s.toml"
-    sweep_file.write_text('base = "base.json"\n[grid]\nseed = [1, 2]\n')
-    # Python 3.10: no tomllib, the tomli package (same API) instead.
-    monkeypatch.setitem(sys.modules, "tomllib", None)
-    monkeypatch.setitem(sys.modules, "tomli", tomllib)
-    assert len(sweeps.load_sweep(sweep_file).points()) == 2
-    monkeypatch.setitem(sys.modules, "tomli", None)
-    with pytest.raises(sweeps.SweepError, match=r"\(pip install tomli\)"):
-        sweeps.load_sweep(sweep_file)
+def test_declared_python_has_tomllib_and_no_fallback_is_declared() -> None:
+    project = toml_module().loads((ROOT / "pyproject.toml").read_text())["project"]
+    # tomllib arrived in 3.11: sweep and workload files need it.
+    assert project["requires-python"] == ">=3.11"
+    assert sys.version_info >= (3, 11)
+    assert not any(d.lower().startswith("tomli") for d in project["dependencies"])
+    assert toml_module().__name__ == "tomllib"
 
 
 def test_every_imported_package_is_a_declared_dependency() -> None:
     project = toml_module().loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    assert "tomli; python_version < '3.11'" in project["dependencies"]
     assert extras["parquet"] == ["pyarrow"] and extras["dask"] == ["dask", "distributed"]
     declared = {
         re.split(r"[ ;<>=\[]", d)[0].lower()

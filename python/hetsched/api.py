@@ -20,7 +20,7 @@ from typing import Any, TypeAlias
 
 from . import _core
 from .policy import Agent, Scheduler
-from .results import Results
+from .results import ConversionInterrupted, Results
 
 __all__ = [
     "PYTHON_POLICY_PREFIX",
@@ -110,7 +110,12 @@ def run(
     :class:`KeyboardInterrupt` whose ``results`` attribute holds the
     :class:`Results` up to that moment, marked ``summary["partial"] = True``
     with ``summary["interrupted_at_s"]`` (``None`` if the interrupt came
-    before the run started).
+    before the run started or after its last event, while its results were
+    converted). So does a :class:`KeyboardInterrupt` raised inside a policy
+    callback. Partial results leave out a table of more than 4096 rows (it
+    would take longer to convert than Ctrl-C allows): ``summary["omitted"]``
+    names it with its number of rows (``None`` where not counted), and a
+    warning says so.
     """
     extra = _overrides(overrides)
     if isinstance(scheduler, str):
@@ -144,7 +149,17 @@ def run(
     finally:
         if bar is not None:
             bar.close()
-    return Results(raw)
+    try:
+        return Results(raw)
+    except ConversionInterrupted as e:
+        # Ctrl-C while a long results document was converted: the run is
+        # complete, its small part is kept (marked partial).
+        stopped = KeyboardInterrupt(
+            "interrupted while the results were converted; the partial results "
+            "(without the longest tables) are in the exception's `results`"
+        )
+        stopped.results = Results._from_document(e.document)  # type: ignore[attr-defined]
+        raise stopped from None
 
 
 def resolve_python_policy(spec: str) -> Any:

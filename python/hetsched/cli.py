@@ -340,21 +340,66 @@ def _cmd_run(args: argparse.Namespace) -> int:
     scenario = api.load(args.file, args.overrides)
     show_progress = not args.quiet and sys.stderr.isatty()
     out = args.out if args.out is not None else Path("results") / _safe_name(scenario.name)
+    # A run of many threads takes a while to build, convert and write: one
+    # line per stage says what it is doing.
+    threads = _count_threads(scenario)
+    stages = not args.quiet and threads >= STAGE_LINES_THREADS
+
+    def stage(text: str) -> None:
+        if stages:
+            print(f"hetsched: {text}", file=sys.stderr, flush=True)
+
+    def simulated(now_s: float, end_s: float) -> None:
+        if bar is not None:
+            bar(now_s, end_s)
+        if now_s >= end_s:
+            stage("simulated; converting the results")
+
+    bar = api._ProgressBar(scenario.name) if show_progress else None
     try:
-        res = api.run(scenario, trace=args.trace, check=args.check, progress=show_progress)
+        stage(f"building {threads:,} threads")
+        res = api.run(
+            scenario,
+            trace=args.trace,
+            check=args.check,
+            progress=simulated if bar is not None or stages else False,
+        )
     except KeyboardInterrupt as e:
         partial = getattr(e, "results", None)
         if partial is None:
-            raise
-        partial.save(out)
-        at = partial.summary.get("interrupted_at_s") or 0.0
+            # Nothing was simulated yet (the scenario was being built).
+            print(
+                "hetsched: interrupted before the simulation started; nothing written",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
+        at = partial.summary.get("interrupted_at_s")
+        when = (
+            f"at {at:.6g} s of {scenario.duration_s:g} s simulated"
+            if at is not None
+            else "while the results were converted"
+        )
+        try:
+            partial.save(out)
+        finally:
+            print(
+                f"hetsched: interrupted {when}; "
+                f'partial results written to {out}/ (summary.json has "partial": true)',
+                file=sys.stderr,
+            )
+        return EXIT_INTERRUPTED
+    finally:
+        if bar is not None:
+            bar.close()
+    try:
+        res.save(out, announce=lambda name: stage(f"writing {out / name}"))
+    except KeyboardInterrupt:
         print(
-            f"hetsched: interrupted at {at:.6g} s of {scenario.duration_s:g} s simulated; "
-            f'partial results written to {out}/ (summary.json has "partial": true)',
+            f"hetsched: interrupted while the results were written; what was written is in "
+            f'{out}/ (summary.json has "partial": true)',
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
-    res.save(out)
     if args.json:
         print(json.dumps({**res.summary, "warnings": res.warnings}, indent=2, sort_keys=True))
     elif not args.quiet:
@@ -362,6 +407,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"results written to {out}/", file=sys.stderr)
     return EXIT_OK
+
+
+#: Threads from which ``hetsched run`` prints a line per stage (building,
+#: converting, writing): about a second of each on a laptop.
+STAGE_LINES_THREADS = 20000
+
+
+def _count_threads(scenario: Any) -> int:
+    """Threads the scenario's programs start (instances and VMs' guests aside)."""
+    doc = json.loads(scenario.to_json())
+    programs = (doc.get("workload") or {}).get("programs") or []
+    return sum(int(p.get("threads") or 1) for p in programs if isinstance(p, dict))
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

@@ -728,6 +728,13 @@ def speedup_table(
                 }
             )
     out = pd.DataFrame(rows)
+    if out.empty:
+        # E.g. makespan_s of runs too short for their programs to finish.
+        raise PlotError(
+            f"no pair of runs has {metric} in both: it is empty in "
+            f"{int(ok[metric].isna().sum())} of {len(ok)} finished runs; choose another "
+            "--metric (e.g. energy_j) or runs long enough to finish their programs"
+        )
     out.attrs.update(by=by, baseline=base, metric=metric)
     return out
 

@@ -31,9 +31,11 @@ from __future__ import annotations
 import contextlib
 import datetime
 import functools
+import gc
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +46,7 @@ from ._text import number, seconds, table
 if TYPE_CHECKING:  # pandas is imported on first use: ``hetsched --version`` must be quick
     import pandas as pd
 
-__all__ = ["MANIFEST", "MixedRunError", "Results", "verify_run_folder"]
+__all__ = ["MANIFEST", "ConversionInterrupted", "MixedRunError", "Results", "verify_run_folder"]
 
 #: The manifest of a run folder: run id and every file the run wrote.
 MANIFEST = "manifest.json"
@@ -130,11 +132,22 @@ class Results:
     raw_json: str
 
     def __init__(self, raw_json: str) -> None:
-        data = json.loads(raw_json)
+        self._init(_parse_results(raw_json), raw_json)
+
+    @classmethod
+    def _from_document(cls, data: dict[str, Any]) -> Results:
+        res = cls.__new__(cls)
+        res._init(data, json.dumps(data, separators=(",", ":")))
+        return res
+
+    def _init(self, data: Any, raw_json: str) -> None:
         if not isinstance(data, dict):
             raise ValueError("results JSON must be an object")
         self.raw_json = raw_json
         self.summary = dict(data.get("summary") or {})
+        if data.get("omitted"):
+            # Partial results without their longest tables: which, with their rows.
+            self.summary["omitted"] = dict(data["omitted"])
         # The tables are built on first use: most of a small run's cost is
         # pandas, and a sweep often reads only the summary.
         self._records = {k: data.get(k) for k in ("tasks", "programs", "cpus", "vms")}
@@ -344,44 +357,93 @@ class Results:
         )
         return out.reset_index(drop=True)
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path, *, announce: Any = None) -> Path:
         """Write the result files (see the module doc) into ``out_dir``, creating it,
         and last ``manifest.json``: the run id and each file's size and SHA-256.
 
         Files of an earlier run in ``out_dir`` (the names in the module doc,
         and ``report.html`` and ``plots/KIND.*`` drawn from them) are removed
-        first; any other file is left alone. Returns the folder."""
+        first; any other file is left alone. Returns the folder.
+
+        Ctrl-C while the files are written keeps the folder consistent: the
+        file being written is removed, ``summary.json`` is rewritten with
+        ``"partial": true`` and the files not written named in its warnings,
+        and the manifest lists the files that were; then the
+        :class:`KeyboardInterrupt` propagates. ``announce(name)``, if given, is
+        called before each file is written (``hetsched run`` shows it for large
+        runs)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        # The manifest goes first: a save cut short leaves no manifest that
-        # vouches for a half-written folder.
+        # No manifest while the files are written: a save cut short by
+        # anything but Ctrl-C leaves none to vouch for a half-written folder.
         _remove_earlier_run(out)
         summary = {**self.summary, "warnings": self.warnings}
-        _write_json(out / "summary.json", summary)
-        for name, frame in (
-            ("tasks", self.tasks),
-            ("programs", self.programs),
-            ("cpus", self.cpus),
-            ("vms", self.vms),
-        ):
-            if name == "vms" and frame.empty:
-                continue
-            _csv_ready(frame).to_csv(out / f"{name}.csv", index=False)
-        for name, frame in (("reconfigs", self.reconfigs), ("proxies", self.proxies)):
-            if len(frame):
-                _csv_ready(frame).to_csv(out / f"{name}.csv", index=False)
-        _write_json(out / "scenario.json", self.scenario)
+        files: dict[str, dict[str, Any]] = {}
+        writers = self._writers(summary)
+        current: Path | None = None
+        try:
+            for name, write in writers:
+                current = out / name
+                if announce is not None:
+                    announce(name)
+                write(current)
+                files[name] = _file_meta(current)
+                current = None
+        except KeyboardInterrupt:
+            if current is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    current.unlink()
+            left = [name for name, _ in writers if name not in files and name != "summary.json"]
+            note = (
+                "interrupted while the results were written: "
+                + (", ".join(left) if left else "nothing")
+                + " not written; the results are partial"
+            )
+            marked = {**summary, "partial": True, "warnings": [*self.warnings, note]}
+            _write_json(out / "summary.json", marked)
+            files["summary.json"] = _file_meta(out / "summary.json")
+            _write_manifest(out, self, files)
+            raise
+        _write_manifest(out, self, files)
+        return out
+
+    def _writers(self, summary: dict[str, Any]) -> list[tuple[str, Any]]:
+        """(file name, function writing it at a path), in the order written:
+        the summary first, then the tables, the scenario and the trace files."""
+        out: list[tuple[str, Any]] = [("summary.json", lambda p: _write_json(p, summary))]
+
+        def table(attr: str) -> Any:
+            return lambda p: _csv_ready(getattr(self, attr)).to_csv(p, index=False)
+
+        # A table left out of partial results gets no file (an empty one
+        # would read as a run without rows).
+        omitted = self.summary.get("omitted") or {}
+        for name in ("tasks", "programs", "cpus"):
+            if name not in omitted:
+                out.append((f"{name}.csv", table(name)))
+        if self._records["vms"]:
+            out.append(("vms.csv", table("vms")))
+        for name in ("reconfigs", "proxies"):
+            if self._records[name]:
+                out.append((f"{name}.csv", table(name)))
+        out.append(("scenario.json", lambda p: _write_json(p, self.scenario)))
         if self.trace:
             from . import traces
 
-            with (out / "trace.json").open("w", encoding="utf-8") as f:
-                json.dump(traces.perfetto(self), f, separators=(",", ":"))
-            with (out / "trace.jsonl").open("w", encoding="utf-8") as f:
-                for event in self.trace:
-                    f.write(json.dumps(event, separators=(",", ":")) + "\n")
-            with (out / "trace.txt").open("w", encoding="utf-8") as f:
-                traces.write_ftrace(self, f)
-        _write_manifest(out, self)
+            def perfetto(p: Path) -> None:
+                with p.open("w", encoding="utf-8") as f:
+                    json.dump(traces.perfetto(self), f, separators=(",", ":"))
+
+            def jsonl(p: Path) -> None:
+                with p.open("w", encoding="utf-8") as f:
+                    for event in self.trace:
+                        f.write(json.dumps(event, separators=(",", ":")) + "\n")
+
+            def ftrace(p: Path) -> None:
+                with p.open("w", encoding="utf-8") as f:
+                    traces.write_ftrace(self, f)
+
+            out += [("trace.json", perfetto), ("trace.jsonl", jsonl), ("trace.txt", ftrace)]
         return out
 
     def __repr__(self) -> str:
@@ -435,13 +497,13 @@ def _remove_earlier_run(out: Path) -> None:
             plots.rmdir()  # only when empty
 
 
-def _write_manifest(out: Path, res: Results) -> None:
-    files = {
-        name: {"bytes": (out / name).stat().st_size, "sha256": _sha256(out / name)}
-        for name in RESULT_FILES
-        if (out / name).exists()
-    }
-    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
+def _file_meta(path: Path) -> dict[str, Any]:
+    return {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+
+
+def _write_manifest(out: Path, res: Results, files: Mapping[str, Any]) -> None:
+    files = {name: files[name] for name in RESULT_FILES if name in files}
+    created = datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds")
     # The id tells runs apart: the resolved scenario (seed included), what it
     # produced, and when it was saved (the same scenario saved twice is two runs).
     ident = json.dumps([res.scenario, res.summary, created], sort_keys=True, default=str)
@@ -485,12 +547,102 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+#: Rows converted to a DataFrame at once: pandas converts a list of dicts in
+#: one call that Ctrl-C cannot stop (seconds for a million rows), so longer
+#: tables are converted piece by piece and joined.
+FRAME_ROWS = 16384
+
+
 def _frame(rows: Sequence[Mapping[str, Any]] | None) -> pd.DataFrame:
     import pandas as pd
 
     if not rows:
         return pd.DataFrame()
-    return pd.DataFrame.from_records(list(rows))
+    rows = list(rows)
+    if len(rows) <= FRAME_ROWS:
+        return pd.DataFrame.from_records(rows)
+    # Columns in first-seen order and dtypes as one conversion would give them.
+    pieces = [
+        pd.DataFrame.from_records(rows[i : i + FRAME_ROWS]) for i in range(0, len(rows), FRAME_ROWS)
+    ]
+    columns = list(dict.fromkeys(c for p in pieces for c in p.columns))
+    joined = pd.concat(pieces, ignore_index=True)[columns]
+    return joined.infer_objects()
+
+
+class ConversionInterrupted(KeyboardInterrupt):
+    """Ctrl-C while a results document was converted: ``document`` holds its
+    small part (summary, CPUs, scenario ...) marked partial, with the long
+    tables left out and named in ``omitted``."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        super().__init__("interrupted while the results were converted")
+        self.document = document
+
+
+def _parse_results(raw: str) -> Any:
+    """The results document in ``raw``. The core writes a table of more than
+    a few thousand rows in pieces, each on a line of its own (compact JSON
+    has no newline otherwise): the rest of the document is read first, then
+    the pieces one by one, so that Ctrl-C is answered between pieces
+    (:class:`ConversionInterrupted`)."""
+    if "\n" not in raw:
+        return json.loads(raw)
+    # Millions of small containers: the cyclic garbage collector would walk
+    # them again and again while they are made (they hold no cycles).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_pieces(raw)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse_pieces(raw: str) -> Any:
+    lines = raw.split("\n")
+    skeleton: list[str] = []
+    tables: list[tuple[str, list[str]]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        skeleton.append(line)
+        i += 1
+        key = re.search(r'"([^"\\]+)":\[$', line) if line.endswith("[") else None
+        if key is None:
+            continue
+        pieces: list[str] = []
+        while i < len(lines) and not lines[i].startswith("]"):
+            pieces.append(lines[i].removesuffix(","))
+            i += 1
+        tables.append((key[1], pieces))
+    doc = json.loads("".join(skeleton))
+    if not isinstance(doc, dict):
+        raise ValueError("results JSON must be an object")
+    done: list[str] = []
+    try:
+        for name, pieces in tables:
+            rows: list[Any] = []
+            for piece in pieces:
+                rows.extend(json.loads(f"[{piece}]"))
+            doc[name] = rows
+            done.append(name)
+    except KeyboardInterrupt:
+        omitted = dict(doc.get("omitted") or {})
+        for name, _ in tables:
+            if name not in done:
+                doc[name] = []
+                omitted[name] = None
+        doc["omitted"] = omitted
+        summary = doc.setdefault("summary", {})
+        summary["partial"] = True
+        left = ", ".join(n for n, _ in tables if n not in done)
+        doc.setdefault("warnings", []).append(
+            "interrupted while the results were converted: the "
+            f"{left} table(s) are left out; the results are partial"
+        )
+        raise ConversionInterrupted(doc) from None
+    return doc
 
 
 def _csv_ready(frame: pd.DataFrame) -> pd.DataFrame:

@@ -70,6 +70,7 @@ import re
 import signal
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +145,6 @@ class SweepSpec:
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read a sweep file (see the module doc). Raises :class:`SweepError` or
     :class:`hetsched.ScenarioError` with the file and field named."""
-    tomllib = _tomllib()
     p = Path(path)
     try:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -194,22 +194,13 @@ def load_sweep(path: str | Path) -> SweepSpec:
     )
 
 
-def _tomllib() -> Any:
-    from ._toml import toml_module
-
-    try:
-        return toml_module()
-    except ImportError as e:
-        raise SweepError(str(e)) from None
-
-
 def scenario_document(path: str | Path) -> dict[str, Any]:
     """A scenario file as written (``.toml`` or ``.json``), as a dict, after
     checking that the core accepts it."""
     p = Path(path)
     api.load(p)  # a clear error for a missing or invalid file
     text = p.read_text(encoding="utf-8")
-    doc = json.loads(text) if p.suffix.lower() == ".json" else _tomllib().loads(text)
+    doc = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text)
     if not isinstance(doc, dict):
         raise SweepError(f"{p}: a scenario file is a table of fields")
     return doc

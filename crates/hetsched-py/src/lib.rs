@@ -452,9 +452,16 @@ impl Context {
 }
 
 thread_local! {
-    /// A `KeyboardInterrupt` or `SystemExit` raised inside a policy
-    /// callback, re-raised by `run` once the engine has stopped.
+    /// A `SystemExit` raised inside a policy callback, re-raised by `run`
+    /// once the engine has stopped.
     static PENDING: std::cell::RefCell<Option<PyErr>> = const { std::cell::RefCell::new(None) };
+    /// A `KeyboardInterrupt` raised inside a policy callback (Ctrl-C landing
+    /// in Python code), with the simulated time it was raised at, s. The run
+    /// stops at its next interrupt check with partial results, as for a
+    /// Ctrl-C between callbacks; until then the policy is called as before
+    /// (the interrupted callback's answer is its fallback).
+    static POLICY_INTERRUPT: std::cell::RefCell<Option<(PyErr, f64)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// An int a callback returned, refusing bools (`True` is not CPU 1).
@@ -498,19 +505,21 @@ fn call_py<T>(
         ctx.borrow(py).valid.set(false);
         match result {
             Ok(v) => Some(v),
-            Err(e)
-                if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)
-                    || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py) =>
-            {
-                // Ctrl-C and sys.exit() are not policy errors: the run stops
-                // and `run` raises them again as they were.
-                let ty = e
-                    .get_type_bound(py)
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_else(|_| "KeyboardInterrupt".into());
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) => {
+                // Ctrl-C is no policy error: the run ends as interrupted, with
+                // partial results, and `run` raises the KeyboardInterrupt.
+                let at = cx.now.as_secs_f64();
+                POLICY_INTERRUPT.with(|p| {
+                    // The first one counts; later ones are the same Ctrl-C.
+                    p.borrow_mut().get_or_insert((e, at));
+                });
+                None
+            }
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PySystemExit>(py) => {
+                // sys.exit() is no policy error either: the run stops and
+                // `run` raises it again as it was.
                 PENDING.with(|p| *p.borrow_mut() = Some(e));
-                cx.fail(format!("Python callback {method}() raised {ty}"));
+                cx.fail(format!("Python callback {method}() raised SystemExit"));
                 None
             }
             Err(e) => {
@@ -855,11 +864,14 @@ fn run(
     // progress callback); the engine then ends the run with partial results.
     let stop: std::cell::RefCell<Option<(&str, PyErr)>> = std::cell::RefCell::new(None);
     let mut cb = |now: f64, end: f64| -> Result<(), String> {
-        let (what, e) = match py.check_signals() {
-            Err(e) => ("a signal handler raised", e),
-            Ok(()) => match progress.as_ref().map(|p| p.call1((now, end))) {
-                Some(Err(e)) => ("the progress callback raised", e),
-                _ => return Ok(()),
+        let (what, e) = match POLICY_INTERRUPT.with(|p| p.borrow_mut().take()) {
+            Some((e, _)) => ("a policy callback raised", e),
+            None => match py.check_signals() {
+                Err(e) => ("a signal handler raised", e),
+                Ok(()) => match progress.as_ref().map(|p| p.call1((now, end))) {
+                    Some(Err(e)) => ("the progress callback raised", e),
+                    _ => return Ok(()),
+                },
             },
         };
         let msg = if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
@@ -871,17 +883,46 @@ fn run(
         Err(msg)
     };
     PENDING.with(|p| p.borrow_mut().take());
-    let res = hetsched_core::run(
-        &scenario.inner,
-        RunOptions { trace, check },
-        sched,
-        py_agents,
-        Some(&mut cb),
-    );
-    if let Some(e) = PENDING.with(|p| p.borrow_mut().take()) {
+    POLICY_INTERRUPT.with(|p| p.borrow_mut().take());
+    // `hetsched_core::run`, step by step, so that a Ctrl-C while the
+    // scenario is built (seconds for a million threads) stops before the
+    // simulation starts: nothing was simulated, so there are no results.
+    let setup = scenario.inner.build(sched, py_agents).map_err(to_py)?;
+    hetsched_core::sim::dsq::check_supported(&setup).map_err(to_py)?;
+    if let Err(e) = py.check_signals() {
+        drop(setup);
+        if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+            return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
+                "interrupted while the scenario was built, before the simulation started: \
+                 there are no results",
+            ));
+        }
         return Err(e);
     }
-    let res: RunResults = res.map_err(to_py)?;
+    let mut engine = hetsched_core::sim::Engine::new(setup, RunOptions { trace, check });
+    let t0 = std::time::Instant::now();
+    let ran = engine.run(Some(&mut cb));
+    let wall = t0.elapsed().as_secs_f64();
+    let res = ran.map(|()| {
+        let mut r = hetsched_core::metrics::collect(&engine, &scenario.inner.name(), wall);
+        let mut w = scenario.inner.warnings.clone();
+        w.append(&mut r.warnings);
+        r.warnings = w;
+        r
+    });
+    drop(engine);
+    if let Some(e) = PENDING.with(|p| p.borrow_mut().take()) {
+        POLICY_INTERRUPT.with(|p| p.borrow_mut().take());
+        return Err(e);
+    }
+    // A KeyboardInterrupt from a policy callback after the last check (the
+    // run's final events): the run is over, the interrupt still propagates.
+    let late = POLICY_INTERRUPT.with(|p| p.borrow_mut().take());
+    let late = match (res.is_err(), late) {
+        (true, Some((e, _))) => return Err(e),
+        (_, late) => late.map(|(_, at)| at),
+    };
+    let mut res: RunResults = res.map_err(to_py)?;
     let stopped = stop.borrow_mut().take();
     if let Some((what, e)) = &stopped {
         if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
@@ -893,10 +934,113 @@ fn run(
             )));
         }
     }
-    let scn: serde_json::Value =
-        serde_json::from_str(&scenario.inner.to_json()).unwrap_or_default();
-    // Labels by task id; with VMs, vCPUs (not rows of `tasks`) are named
-    // after their VM.
+    // Ctrl-C after the run's last event: the results are complete but the
+    // interrupt is kept (partial results, KeyboardInterrupt).
+    let mut converting = stopped.is_none() && late.is_some();
+    let scn = scenario.inner.to_json();
+    let labels = labels_json(&res);
+    let big = BigTables::take(&mut res);
+    let err = |e: serde_json::Error| HetschedError::new_err(e.to_string());
+    if stopped.is_none() && !converting {
+        let head = serde_json::to_value(&res).map_err(err)?;
+        match write_results(py, true, &head, &big, &scn, &labels, None) {
+            Ok(text) => return Ok(text),
+            Err(Unwritten::Json(e)) => return Err(err(e)),
+            Err(Unwritten::Raised(e)) => {
+                if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                    return Err(e);
+                }
+                // Ctrl-C while the results were being converted.
+                converting = true;
+            }
+        }
+    }
+    // Ctrl-C: a KeyboardInterrupt carrying the results up to the interrupt
+    // (`summary.partial`), wrapped by `hetsched.run`. They are kept small, so
+    // that converting and writing them fits in the moment Ctrl-C allows: a
+    // table longer than PARTIAL_MAX_ROWS is left out and named.
+    res.summary.partial = true;
+    if let (true, Some(at)) = (converting, late) {
+        res.warnings.push(format!(
+            "a policy callback raised KeyboardInterrupt at {at:.6} s simulated and the run \
+             ended, at {:.6} s, before its next interrupt check: the results are partial",
+            res.summary.sim_end_s
+        ));
+    } else if converting {
+        res.warnings.push(format!(
+            "interrupted after the run's last event, at {:.6} s simulated, while its results \
+             were converted: the results are partial",
+            res.summary.sim_end_s
+        ));
+    }
+    let (big, omitted) = big.bounded(PARTIAL_MAX_ROWS);
+    // Without the tasks table, the task labels (one per task, for the trace
+    // exports) are left out too.
+    let labels = if omitted.iter().any(|(n, _)| *n == "tasks") {
+        serde_json::json!({ "tasks": [], "cpus": labels["cpus"] })
+    } else {
+        labels
+    };
+    for (name, rows) in &omitted {
+        res.warnings.push(format!(
+            "the {name} table ({rows} rows) is left out of these partial results: more than \
+             {PARTIAL_MAX_ROWS} rows take longer to convert and write than an interrupted run may"
+        ));
+    }
+    let head = serde_json::to_value(&res).map_err(err)?;
+    let out = match write_results(py, false, &head, &big, &scn, &labels, Some(&omitted)) {
+        Ok(text) => text,
+        Err(Unwritten::Json(e)) => return Err(err(e)),
+        Err(Unwritten::Raised(e)) => return Err(e),
+    };
+    let msg = if let (true, Some(at)) = (converting, late) {
+        format!(
+            "a policy callback raised KeyboardInterrupt at {at:.6} s simulated; the run ended \
+             at {:.6} s before its next interrupt check; the partial results are in the \
+             exception's `results`",
+            res.summary.sim_end_s
+        )
+    } else if converting {
+        format!(
+            "interrupted while the results of the run ({:.6} s simulated, {} events) were \
+             converted; the partial results are in the exception's `results`",
+            res.summary.sim_end_s, res.summary.events
+        )
+    } else {
+        format!(
+            "run interrupted at {:.6} s of {:.6} s simulated, after {} events; \
+             the partial results are in the exception's `results`",
+            res.summary
+                .interrupted_at_s
+                .unwrap_or(res.summary.sim_end_s),
+            scenario.inner.spec.duration_s,
+            res.summary.events
+        )
+    };
+    let e = pyo3::exceptions::PyKeyboardInterrupt::new_err(msg);
+    e.value_bound(py).setattr("partial_results", out)?;
+    Err(e)
+}
+
+/// Rows of one piece of a long table in the results text: pieces are
+/// separated by a newline (compact JSON has none of its own), so that the
+/// Python side converts a long table piece by piece and Ctrl-C is answered
+/// between pieces. A table of at most this many rows is written as one.
+const PIECE_ROWS: usize = 4096;
+
+/// Rows a table of partial results (an interrupted run) may have: converting
+/// and writing a task row costs the Python side about 90 µs (docs/cli.md,
+/// "Interrupting a run"), so 4096 rows fit well within the second that
+/// Ctrl-C allows.
+const PARTIAL_MAX_ROWS: usize = 4096;
+
+/// Bytes written between two checks for Ctrl-C while the results are
+/// serialised (about 10 ms of serialisation).
+const CHECK_BYTES: usize = 4 << 20;
+
+/// Labels by task id; with VMs, vCPUs (not rows of `tasks`) are named after
+/// their VM.
+fn labels_json(res: &RunResults) -> serde_json::Value {
     let task_labels: Vec<(String, u32)> = if res.vms.is_empty() {
         res.tasks
             .iter()
@@ -914,42 +1058,171 @@ fn run(
         }
         l
     };
-    let labels = serde_json::json!({
+    serde_json::json!({
         "tasks": task_labels,
         "cpus": res.cpus.iter().map(|c| format!("cpu {} ({})", c.cpu, c.ty)).collect::<Vec<_>>(),
-    });
-    // The results are written straight to text and the scenario and labels
-    // appended to that object: going through a `serde_json::Value` tree first
-    // cost several KiB per task at the peak (a map entry per field of every
-    // row). The text is the same as the tree's.
-    let err = |e: serde_json::Error| HetschedError::new_err(e.to_string());
-    let mut out = serde_json::to_string(&res).map_err(err)?;
-    debug_assert!(
-        out.ends_with('}') && out.len() > 2,
-        "results serialize to an object"
-    );
-    out.pop();
-    out.push_str(",\"scenario\":");
-    out.push_str(&serde_json::to_string(&scn).map_err(err)?);
-    out.push_str(",\"labels\":");
-    out.push_str(&labels.to_string());
-    out.push('}');
-    if stopped.is_some() {
-        // Ctrl-C: a KeyboardInterrupt carrying the results up to the
-        // interrupt (`summary.partial`), wrapped by `hetsched.run`.
-        let e = pyo3::exceptions::PyKeyboardInterrupt::new_err(format!(
-            "run interrupted at {:.6} s of {:.6} s simulated, after {} events; \
-             the partial results are in the exception's `results`",
-            res.summary
-                .interrupted_at_s
-                .unwrap_or(res.summary.sim_end_s),
-            scenario.inner.spec.duration_s,
-            res.summary.events
-        ));
-        e.value_bound(py).setattr("partial_results", out)?;
-        return Err(e);
+    })
+}
+
+/// The tables of a run that grow with its threads, program instances and
+/// events, taken out of the results to be written piece by piece.
+struct BigTables {
+    tasks: Vec<hetsched_core::metrics::TaskRow>,
+    programs: Vec<hetsched_core::metrics::ProgramRow>,
+    trace: Vec<hetsched_core::trace::TraceEvent>,
+}
+
+impl BigTables {
+    fn take(res: &mut RunResults) -> Self {
+        BigTables {
+            tasks: std::mem::take(&mut res.tasks),
+            programs: std::mem::take(&mut res.programs),
+            trace: std::mem::take(&mut res.trace),
+        }
     }
-    Ok(out)
+    /// These tables with every one longer than `max` rows emptied; the
+    /// emptied ones named with their length.
+    fn bounded(mut self, max: usize) -> (Self, Vec<(&'static str, usize)>) {
+        let mut omitted = Vec::new();
+        if self.tasks.len() > max {
+            omitted.push(("tasks", self.tasks.len()));
+            self.tasks = Vec::new();
+        }
+        if self.programs.len() > max {
+            omitted.push(("programs", self.programs.len()));
+            self.programs = Vec::new();
+        }
+        if self.trace.len() > max {
+            omitted.push(("trace", self.trace.len()));
+            self.trace = Vec::new();
+        }
+        (self, omitted)
+    }
+}
+
+/// Why the results text could not be written.
+enum Unwritten {
+    Json(serde_json::Error),
+    /// A signal handler raised (Ctrl-C: KeyboardInterrupt).
+    Raised(PyErr),
+}
+
+/// A text buffer that checks for Ctrl-C every `CHECK_BYTES` written.
+struct Checked<'py> {
+    buf: Vec<u8>,
+    py: Python<'py>,
+    check: bool,
+    next: usize,
+    raised: Option<PyErr>,
+}
+
+impl std::io::Write for Checked<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        if self.check && self.buf.len() >= self.next {
+            self.next = self.buf.len() + CHECK_BYTES;
+            if let Err(e) = self.py.check_signals() {
+                self.raised = Some(e);
+                return Err(std::io::Error::other("interrupted"));
+            }
+        }
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Write `rows` as a JSON array: one piece, or pieces of `PIECE_ROWS` rows
+/// each on a line of its own (`[`, newline, rows, newline, ..., `]`).
+fn write_rows<T: serde::Serialize>(
+    w: &mut Checked<'_>,
+    rows: &[T],
+) -> Result<(), serde_json::Error> {
+    use std::io::Write;
+    if rows.len() <= PIECE_ROWS {
+        return serde_json::to_writer(&mut *w, rows);
+    }
+    let io = serde_json::Error::io;
+    w.write_all(b"[").map_err(io)?;
+    for (i, piece) in rows.chunks(PIECE_ROWS).enumerate() {
+        w.write_all(if i == 0 { b"\n" } else { b",\n" })
+            .map_err(io)?;
+        for (j, row) in piece.iter().enumerate() {
+            if j > 0 {
+                w.write_all(b",").map_err(io)?;
+            }
+            serde_json::to_writer(&mut *w, row)?;
+        }
+    }
+    w.write_all(b"\n]").map_err(io)
+}
+
+/// The results text: `head` (the results without their big tables, in the
+/// core's field order) with the big tables written in their places, then
+/// the resolved scenario, the labels and, for partial results, the tables
+/// left out.
+fn write_results(
+    py: Python<'_>,
+    check: bool,
+    head: &serde_json::Value,
+    big: &BigTables,
+    scenario_json: &str,
+    labels: &serde_json::Value,
+    omitted: Option<&[(&'static str, usize)]>,
+) -> Result<String, Unwritten> {
+    use std::io::Write;
+    let mut w = Checked {
+        buf: Vec::new(),
+        py,
+        check,
+        next: CHECK_BYTES,
+        raised: None,
+    };
+    let written = (|| -> Result<(), serde_json::Error> {
+        let io = serde_json::Error::io;
+        let map = head.as_object().ok_or_else(|| {
+            <serde_json::Error as serde::ser::Error>::custom("results are no object")
+        })?;
+        w.write_all(b"{").map_err(io)?;
+        for (i, (k, v)) in map.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",").map_err(io)?;
+            }
+            serde_json::to_writer(&mut w, k)?;
+            w.write_all(b":").map_err(io)?;
+            match k.as_str() {
+                "tasks" => write_rows(&mut w, &big.tasks)?,
+                "programs" => write_rows(&mut w, &big.programs)?,
+                "trace" => write_rows(&mut w, &big.trace)?,
+                _ => serde_json::to_writer(&mut w, v)?,
+            }
+        }
+        w.write_all(b",\"scenario\":").map_err(io)?;
+        // The resolved scenario, compact (as the results document had it).
+        let scn: serde_json::Value = serde_json::from_str(scenario_json)?;
+        serde_json::to_writer(&mut w, &scn)?;
+        w.write_all(b",\"labels\":").map_err(io)?;
+        serde_json::to_writer(&mut w, labels)?;
+        if let Some(omitted) = omitted.filter(|o| !o.is_empty()) {
+            w.write_all(b",\"omitted\":").map_err(io)?;
+            let m: serde_json::Map<String, serde_json::Value> = omitted
+                .iter()
+                .map(|(n, rows)| (n.to_string(), serde_json::Value::from(*rows)))
+                .collect();
+            serde_json::to_writer(&mut w, &m)?;
+        }
+        w.write_all(b"}").map_err(io)
+    })();
+    match (written, w.raised.take()) {
+        (_, Some(e)) => Err(Unwritten::Raised(e)),
+        (Err(e), None) => Err(Unwritten::Json(e)),
+        (Ok(()), None) => String::from_utf8(w.buf).map_err(|e| {
+            Unwritten::Json(<serde_json::Error as serde::ser::Error>::custom(
+                e.to_string(),
+            ))
+        }),
+    }
 }
 
 /// The id of `cpu`'s local DSQ (`SCX_DSQ_LOCAL_ON | cpu`).
