@@ -46,10 +46,7 @@ venv: $(VENV)/.stamp
 VENV_EXTRAS := test parquet dask dev
 define REQUIREMENTS_PY
 import sys
-if sys.version_info >= (3, 11):
-    import tomllib
-else:
-    import tomli as tomllib
+import tomllib
 with open("pyproject.toml", "rb") as f:
     project = tomllib.load(f)["project"]
 extras = project["optional-dependencies"]
@@ -61,7 +58,6 @@ export REQUIREMENTS_PY
 $(VENV)/.stamp: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
-	$(PIP) install "tomli; python_version < '3.11'"
 	$(PY) -c "$$REQUIREMENTS_PY" $(VENV_EXTRAS) > $(VENV)/requirements.txt
 	$(PIP) install -r $(VENV)/requirements.txt
 	touch $@

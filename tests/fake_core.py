@@ -13,15 +13,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+import tomllib
 from collections.abc import Callable, Sequence
-from types import ModuleType
 from typing import Any
-
-tomllib: ModuleType | None
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the fake then reads JSON scenarios only
-    tomllib = None
 
 __version__ = "0.1.0+fake"
 
@@ -247,10 +241,8 @@ def parse_scenario(
 ) -> Scenario:
     if fmt not in ("toml", "json"):
         raise ScenarioError(f"unknown format {fmt!r}")
-    if fmt == "toml" and tomllib is None:
-        raise ScenarioError("the fake core reads TOML only on Python >= 3.11")
     try:
-        data = tomllib.loads(text) if fmt == "toml" and tomllib else json.loads(text)
+        data = tomllib.loads(text) if fmt == "toml" else json.loads(text)
     except ValueError as e:  # TOMLDecodeError is a ValueError
         raise ScenarioError(f"{source}: {e}") from None
     for path, value in overrides:
@@ -353,8 +345,6 @@ def _set_path(data: dict[str, Any], path: str, value: Any) -> None:
 
 def _literal(value: str) -> Any:
     try:
-        if tomllib is not None:
-            return tomllib.loads(f"v = {value}")["v"]
-        return json.loads(value)
+        return tomllib.loads(f"v = {value}")["v"]
     except ValueError:
         return value

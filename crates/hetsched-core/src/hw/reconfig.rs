@@ -9,7 +9,7 @@
 //! side effects (a stop-machine step halts every other online CPU).
 //!
 //! Sources: "Dynamic processors demand dynamic operating systems"
-//! (Panneerselvam & Swift, HotOS 2010; here *HotOS*) Table 2 for the steps of
+//! (Panneerselvam & Swift, HotPar 2010; here *HotOS*) Table 2 for the steps of
 //! native hotplug and Table 1 for the notifier callbacks; "Chameleon: operating
 //! system support for dynamic processors" (ASPLOS 2012; here *Chameleon*) §3.1
 //! and §4.1 for hardware start and processor proxies. Which published numbers

@@ -51,7 +51,7 @@ pub struct DynamicSpec {
     #[serde(default = "d_mech")]
     pub mechanism: String,
     /// Step-cost calibration: `chameleon` (the default costs),
-    /// `hotos-prototype` (the HotOS 2010 prototype's slower proxies) or
+    /// `hotos-prototype` (the HotPar 2010 prototype's slower proxies) or
     /// `linux-6.1-tcg` (hotplug steps fitted to Linux 6.1 measured in a
     /// software-emulated VM, `data/hotplug/linux-6.1-tcg.json`).
     #[serde(default = "d_costs")]
