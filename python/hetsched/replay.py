@@ -756,3 +756,66 @@ def cpu_time_error(row: Mapping[str, Any]) -> float:
     if a == 0.0:
         return 0.0 if b == 0.0 else math.inf
     return abs(b - a) / a
+
+
+# -- command line -------------------------------------------------------------------
+
+
+def _cpu_text(s: float) -> str:
+    return f"{s * 1e3:.3f} ms" if s < 1.0 else f"{s:.3f} s"
+
+
+def command(args: Any) -> int:
+    """``hetsched workload from-trace`` (arguments as ``cli.py`` declares them)."""
+    import sys
+
+    from . import api, rtapp, sysfs
+
+    machine: str | dict[str, Any]
+    if args.machine is None:
+        machine = sysfs.machine_from_sysfs("/").machine
+        where = "this machine (read from /sys)"
+    elif Path(args.machine).suffix.lower() in (".toml", ".json") or Path(args.machine).is_file():
+        machine = rtapp.load_machine_file(args.machine)
+        where = str(args.machine)
+    else:
+        machine = args.machine
+        where = f"the preset {args.machine}"
+    try:
+        rp = load(args.file, machine, pids=args.pids, comm=args.comm)
+    except tracefs.TraceError as e:
+        print(f"hetsched: error: {e}", file=sys.stderr)
+        return 1
+    scenario = rp.scenario(machine, scheduler=args.scheduler)
+    text = (
+        f"# Replay of the scheduler trace {args.file} (`hetsched workload from-trace`):\n"
+        f"# one program per traced task; the machine is {where}.\n"
+        + "".join(f"# note: {n}\n" for n in rp.notes)
+        + rtapp.scenario_toml(scenario)
+    )
+    api.loads(text, source=f"replay of {args.file}")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    cpu = sum(t.cpu_s for t in rp.tasks)
+    print(
+        f"{args.file}: replayed {len(rp.tasks)} task(s) as programs ({_cpu_text(cpu)} of CPU "
+        f"time) over {rp.span_s:.3f} s traced",
+        file=sys.stderr,
+    )
+    if rp.dropped:
+        why: dict[str, int] = {}
+        for d in rp.dropped:
+            why[d.reason] = why.get(d.reason, 0) + 1
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(why.items(), key=lambda x: -x[1]))
+        print(
+            f"dropped {len(rp.dropped)} task(s) ({_cpu_text(rp.dropped_cpu_s())} of CPU "
+            f"time): {reasons}; the idle task (pid 0) is never replayed",
+            file=sys.stderr,
+        )
+    for n in rp.notes:
+        print(f"note: {n}", file=sys.stderr)
+    return 0
