@@ -315,9 +315,9 @@ def test_fresh_trace_of_real_programs_replays_with_its_cpu_time_and_wakeups() ->
 
     exe = str(suite.schedprobe())
     cmds = [
-        [exe, "sleeper", "1000", "4000", "0.4"],
-        [exe, "churn", "1000", "0.4"],
-        [exe, "spin", "0.4"],
+        [exe, "sleeper", "1000", "4000", "1"],
+        [exe, "churn", "2000", "1"],
+        [exe, "spin", "1"],
     ]
     with tracefs.KernelTrace(buffer_kb=8192) as kt:
         procs = [
@@ -373,6 +373,14 @@ def test_cli_writes_a_scenario_and_says_what_it_dropped(
     assert prog["name"] == "worker-101" and prog["nice"] == 5
     status, _, err = _cli(capsys, "run", str(out), "--out", str(tmp_path / "res"))
     assert status == 0, err
+    # Recorded on the 2-CPU machine, run on a preset: the work is the 2-CPU one's.
+    argv = ["workload", "from-trace", str(trace), "--traced-on", str(mfile)]
+    argv += ["--machine", "big-little-4+4", "--pids", "101"]
+    status, text, err = _cli(capsys, *argv)
+    assert status == 0, err
+    assert 'preset = "big-little-4+4"' in text
+    assert "compute_ms = 3.98" in text
+    assert "the machine it was recorded on" in text and str(mfile) in text
 
 
 @pytest.mark.xfail(not ENGINE_SYNC, strict=True, reason=NO_SYNC)
@@ -411,4 +419,6 @@ def test_cli_errors_are_one_line(
     status, _, err = _cli(capsys, "workload", "from-trace", str(trace), *extra)
     assert status != 0
     assert needle in err
-    assert len(err.strip().splitlines()) == 1 or "usage:" in err
+    errors = [ln for ln in err.splitlines() if "error" in ln]
+    assert len(errors) == 1 and needle in errors[0], err
+    assert "Traceback" not in err

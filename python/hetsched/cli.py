@@ -329,8 +329,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     ft.add_argument(
         "--machine",
-        help="the machine the trace was recorded on, which the scenario runs on: a machine file "
-        "(.toml/.json with a [machine] table) or a preset (default: this machine, from /sys)",
+        help="the machine the scenario runs on: a machine file (.toml/.json with a [machine] "
+        "table) or a preset (default: this machine, from /sys)",
+    )
+    ft.add_argument(
+        "--traced-on",
+        metavar="MACHINE",
+        help="the machine the trace was recorded on, which converts run time to work: a machine "
+        "file or a preset (default: --machine's)",
     )
     who = ft.add_mutually_exclusive_group()
     who.add_argument(

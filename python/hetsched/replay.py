@@ -771,25 +771,30 @@ def command(args: Any) -> int:
 
     from . import api, rtapp, sysfs
 
-    machine: str | dict[str, Any]
-    if args.machine is None:
-        machine = sysfs.machine_from_sysfs("/").machine
-        where = "this machine (read from /sys)"
-    elif Path(args.machine).suffix.lower() in (".toml", ".json") or Path(args.machine).is_file():
-        machine = rtapp.load_machine_file(args.machine)
-        where = str(args.machine)
-    else:
-        machine = args.machine
-        where = f"the preset {args.machine}"
+    def machine_of(arg: str | None) -> tuple[str | dict[str, Any], str]:
+        if arg is None:
+            here = sysfs.machine_from_sysfs("/")
+            for w in here.warnings:
+                print(f"note: this machine's /sys: {w}", file=sys.stderr)
+            return here.machine, "this machine (read from /sys)"
+        if Path(arg).suffix.lower() in (".toml", ".json") or Path(arg).is_file():
+            return rtapp.load_machine_file(arg), arg
+        return arg, f"the preset {arg}"
+
+    machine, where = machine_of(args.machine)
+    traced, traced_where = (
+        machine_of(args.traced_on) if args.traced_on is not None else (machine, where)
+    )
     try:
-        rp = load(args.file, machine, pids=args.pids, comm=args.comm)
+        rp = load(args.file, traced, pids=args.pids, comm=args.comm)
     except tracefs.TraceError as e:
         print(f"hetsched: error: {e}", file=sys.stderr)
         return 1
     scenario = rp.scenario(machine, scheduler=args.scheduler)
     text = (
         f"# Replay of the scheduler trace {args.file} (`hetsched workload from-trace`):\n"
-        f"# one program per traced task; the machine is {where}.\n"
+        f"# one program per traced task; its work is reference work of {traced_where}, "
+        f"the machine it was recorded on;\n# the scenario's machine is {where}.\n"
         + "".join(f"# note: {n}\n" for n in rp.notes)
         + rtapp.scenario_toml(scenario)
     )
