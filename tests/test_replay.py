@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -422,3 +424,35 @@ def test_cli_errors_are_one_line(
     errors = [ln for ln in err.splitlines() if "error" in ln]
     assert len(errors) == 1 and needle in errors[0], err
     assert "Traceback" not in err
+
+
+# -- docs/linux.md --------------------------------------------------------------------
+
+DOCS = ROOT / "docs" / "linux.md"
+
+
+def _replay_recipes() -> list[str]:
+    doc = DOCS.read_text(encoding="utf-8")
+    return re.findall(r"<!-- replay recipe -->\n```sh\n(.*?)```", doc, re.DOTALL)
+
+
+def test_docs_have_the_replay_recipe() -> None:
+    assert len(_replay_recipes()) == 1
+
+
+@pytest.mark.skipif(not (DATA / "manifest.json").exists(), reason="no recorded traces")
+@pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="the recipe's trace has 2 CPUs; this machine fewer"
+)
+def test_docs_replay_recipe_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    monkeypatch.chdir(tmp_path)
+    for line in filter(None, (raw.strip() for raw in _replay_recipes()[0].splitlines())):
+        argv = shlex.split(line)
+        assert argv[0] == "hetsched", f"a recipe line the test cannot run: {line}"
+        status, _, err = _cli(capsys, *argv[1:])
+        assert status == 0, (line, err)
+        if "--out" in argv:
+            assert Path(argv[argv.index("--out") + 1]).is_file()

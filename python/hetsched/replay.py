@@ -761,6 +761,25 @@ def cpu_time_error(row: Mapping[str, Any]) -> float:
 # -- command line -------------------------------------------------------------------
 
 
+def scenario_toml(scenario: Mapping[str, Any]) -> str:
+    """A scenario dict (:meth:`Replay.scenario`) as TOML text, one phase a line."""
+    from . import rtapp
+
+    programs = scenario.get("workload", {}).get("programs", [])
+    head = rtapp.scenario_toml({k: v for k, v in scenario.items() if k != "workload"})
+    lines = [head.rstrip("\n")]
+    for prog in programs:
+        lines += ["", "[[workload.programs]]"]
+        for k, v in prog.items():
+            if k == "phases":
+                lines.append("phases = [")
+                lines += [f"  {rtapp._value(ph)}," for ph in v]
+                lines.append("]")
+            else:
+                lines.append(f"{rtapp._key(k)} = {rtapp._value(v)}")
+    return "\n".join(lines) + "\n"
+
+
 def _cpu_text(s: float) -> str:
     return f"{s * 1e3:.3f} ms" if s < 1.0 else f"{s:.3f} s"
 
@@ -796,7 +815,7 @@ def command(args: Any) -> int:
         f"# one program per traced task; its work is reference work of {traced_where}, "
         f"the machine it was recorded on;\n# the scenario's machine is {where}.\n"
         + "".join(f"# note: {n}\n" for n in rp.notes)
-        + rtapp.scenario_toml(scenario)
+        + scenario_toml(scenario)
     )
     api.loads(text, source=f"replay of {args.file}")
     if args.out is not None:
