@@ -133,6 +133,34 @@ def test_hand_worked_trace_gives_exact_phases() -> None:
     assert any("no cpu_frequency events" in n for n in rp.notes)
 
 
+def _as_trace_cmd_report(text: str) -> str:
+    """HAND as `trace-cmd report` prints it: no flags, compact switch and wake-up fields."""
+    out = ["cpus=2"]
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        line = re.sub(r"\] \S{5} ", "] ", line)
+        line = re.sub(
+            r"prev_comm=(\S+) prev_pid=(\d+) prev_prio=(\d+) prev_state=(\S+) ==> "
+            r"next_comm=(\S+) next_pid=(\d+) next_prio=(\d+)",
+            r"\1:\2 [\3] \4 ==> \5:\6 [\7]",
+            line,
+        )
+        line = re.sub(
+            r"(sched_wakeup(?:_new)?): comm=(\S+) pid=(\d+) prio=(\d+) target_cpu=(\d+)",
+            r"\1: \2:\3 [\4] CPU:\5",
+            line,
+        )
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_trace_cmd_report_text_gives_the_same_phases() -> None:
+    text = _as_trace_cmd_report(HAND)
+    assert "app:100 [120] S ==> swapper/0:0 [120]" in text and "app:101 [120] CPU:001" in text
+    assert replay.from_text(text, TWO).programs == [APP, WORKER]
+
+
 def test_capacity_and_frequency_scale_the_work() -> None:
     # CPU 1 has half the capacity; from 7.005 ms it runs at half its highest
     # frequency (before that, no frequency is known: its highest is assumed).

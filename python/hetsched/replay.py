@@ -91,7 +91,7 @@ KERNEL_THREAD = re.compile(
     r"kmpath_.*|ext4-rsv-conver|kswapd\d+|md|edac-poller|devfreq_wq|"
     r"card\d+-crtc\d+|ttm|nvme-.*|blkcg_punt_bio|tpm_dev_wq|ata_sff|"
     r"charger_manager|kaluad|kmpathd|acpi_thermal_pm|cryptd|"
-    r"ecryptfs-kthread|khvcd|vfio-irqfd-clea|kvm-.*|kvm_.*)$"
+    r"ecryptfs-kthread|khvcd|vfio-irqfd-clea|kvm-.*|kvm_.*|kdamond\.\d+)$"
 )
 #: Names of tracing tools (their own activity is not the experiment's).
 TRACER = re.compile(r"^(?:trace-cmd|perf|bpftrace|lttng.*|sysdig|ftrace.*)$")
@@ -518,6 +518,10 @@ def _convert(
             forked.add(ci)
             first_seen[ci] = min(first_seen.get(ci, t), t)
     prios = _switch_prios(parsed, lines, data.t0_ns)
+    seen: dict[int, dict[int, int]] = {}
+    for (pid, _t), pr in prios.items():
+        seen.setdefault(pid, {})
+        seen[pid][pr] = seen[pid].get(pr, 0) + 1
     speed = _Speed(cpus, freqs)
     rt_tasks: list[str] = []
     programs: list[dict[str, Any]] = []
@@ -543,7 +547,7 @@ def _convert(
                 "the trace); left out"
             )
             continue
-        nice, is_rt = _nice(pid_of[i], rs, prios)
+        nice, is_rt = _nice(pid_of[i], rs, prios, seen.get(pid_of[i], {}))
         if is_rt:
             rt_tasks.append(prog[i])
         p: dict[str, Any] = {"name": prog[i], "kind": "phases", "nice": nice}
@@ -668,15 +672,21 @@ def _phases(
 
 
 def _nice(
-    pid: int, runs: Sequence[tuple[int, int, int]], prios: Mapping[tuple[int, int], int]
+    pid: int,
+    runs: Sequence[tuple[int, int, int]],
+    prios: Mapping[tuple[int, int], int],
+    seen: Mapping[int, int],
 ) -> tuple[int, bool]:
     """The nice value the task ran at longest (prio at the switch that ended,
-    else began, each run interval), and whether it ran in a real-time class."""
+    else began, each run interval; without any, the prio its switches show
+    most often), and whether it ran in a real-time class."""
     spent: dict[int, int] = {}
     for s, e, _cpu in runs:
         p = prios.get((pid, e), prios.get((pid, s)))
         if p is not None:
             spent[p] = spent.get(p, 0) + (e - s)
+    if not spent:
+        spent = dict(seen)
     if not spent:
         return 0, False
     prio = max(sorted(spent), key=lambda p: spent[p])
