@@ -323,11 +323,17 @@ pub(crate) fn build_workload(
                     ));
                 }
                 let loops = at_least_one("loops", loops.unwrap_or(1))?;
+                // A `cpus` phase may leave the program's affinity (as
+                // sched_setaffinity may) but not its cpuset.
+                let allowed = match &c.cpuset {
+                    Some(_) => affinity.clone(),
+                    None => CpuSet::All,
+                };
                 let cx = PhaseCx {
                     base: &base,
                     m,
                     names: &names,
-                    allowed: &affinity,
+                    allowed: &allowed,
                 };
                 let ops = phase_ops(&cx, phases, &base_params, &mut params, &mut timers)?;
                 if let Some(bc) = *barrier_count {
@@ -406,8 +412,7 @@ struct PhaseCx<'a> {
     m: &'a Machine,
     /// Names of the workload's programs (fork targets).
     names: &'a [String],
-    /// The program's CPUs (its cpuset or affinity): a `cpus` phase stays
-    /// within them.
+    /// The program's cpuset, if it has one: a `cpus` phase stays within it.
     allowed: &'a CpuSet,
 }
 
@@ -647,7 +652,7 @@ fn phase_ops(
                     return Err(at(
                         format!("{pp}.cpus[{k}]"),
                         format!(
-                            "cpu {c} is outside the program's cpus {:?} (its cpuset or affinity)",
+                            "cpu {c} is outside the program's cpuset {:?}",
                             cx.allowed.to_vec(n)
                         ),
                     ));
