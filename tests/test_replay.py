@@ -203,6 +203,16 @@ def test_unreplayable_traces_are_refused() -> None:
         replay.from_text("hello\n", TWO, source="bad.txt")
 
 
+def test_the_traces_own_warnings_become_notes() -> None:
+    lost = HAND.replace(
+        "          <idle>-0       [001] dNh2.    10.006000",
+        "CPU:1 [LOST 3 EVENTS]\n          <idle>-0       [001] dNh2.    10.006000",
+    )
+    rp = replay.from_text(lost, TWO)
+    assert any(n.startswith("the trace: events were lost on 1 occasion") for n in rp.notes)
+    assert not any(n.startswith("the trace:") for n in replay.from_text(HAND, TWO).notes)
+
+
 def test_real_time_tasks_are_replayed_as_fair_with_a_note() -> None:
     text = HAND.replace("prev_pid=101 prev_prio=125", "prev_pid=101 prev_prio=49").replace(
         "next_pid=101 next_prio=125", "next_pid=101 next_prio=49"

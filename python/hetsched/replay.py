@@ -411,7 +411,7 @@ def from_text(
         raise ReplayError(
             f"{source}: the trace has events of CPU {data.ncpus - 1} but the machine has "
             f"{len(cpus)} CPU(s) (0-{len(cpus) - 1}); give the machine the trace was recorded "
-            "on (--machine FILE, e.g. from `hetsched machine from-sysfs` there)"
+            "on (--traced-on FILE, e.g. from `hetsched machine from-sysfs` there)"
         )
     lines = text.splitlines()
     t0 = data.t0_ns
@@ -466,7 +466,7 @@ def _convert(
     prog = {i: f"{_safe(t['comm']) or 'task'}-{t['pid']}" for i, t in enumerate(tasks)}
     kept = [i for i, t in enumerate(tasks) if t["pid"] in keep]
     kept_set = set(kept)
-    notes: list[str] = []
+    notes: list[str] = [f"the trace: {w}" for w in data.warnings]
 
     # Per task: its run intervals and its points in time.
     runs: dict[int, list[tuple[int, int, int]]] = {i: [] for i in kept}
@@ -658,9 +658,8 @@ def _phases(
             blocked_at = None
         elif kind == "sleep":
             since = blocked_at if blocked_at is not None else t
-            d = _ms(t - since)
-            if d > 0:
-                phases.append({"sleep_ms": d})
+            # A sleep shorter than the ns the trace resolves is still a wake-up.
+            phases.append({"sleep_ms": max(_ms(t - since), 1e-6)})
             blocked_at = None
     else:
         work_until(end + 1)
