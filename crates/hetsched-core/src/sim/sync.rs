@@ -1,5 +1,5 @@
 //! rt-app's synchronisation and phase operations: the workload-wide objects
-//! (mutexes, condition variables, counting semaphores, suspend points,
+//! (mutexes, condition variables, counting semaphores,
 //! shared barriers, periodic timers), their blocking and waking, wall-time
 //! busy phases, yield, affinity changes and forks.
 //!
@@ -18,7 +18,10 @@
 //!   owner is not lost); a signalled waiter takes the mutex again before it
 //!   goes on, queueing behind other lockers if it is held; `signal` and
 //!   `broad` with nobody waiting are lost;
-//! * `suspend`/`resume` are rt-app's: a condition wait and a broadcast, so a
+//! * `suspend`/`resume` are rt-app's, built of the above by the scenario
+//!   layer: `lock x; wait x (mutex x); unlock x` and `lock x; broad x; unlock
+//!   x` (rt-app names the condition variable and the mutex after the suspend
+//!   point, so they are those of `wait`/`signal`/`lock` with that name): a
 //!   resume wakes every thread suspended at that instant and is lost if none
 //!   is;
 //! * a semaphore keeps posts nobody pends for, so no wake-up is lost;
@@ -63,7 +66,6 @@ enum Wait {
     Mutex(usize),
     Cond(usize, usize),
     Sem(usize),
-    Suspend(usize),
     Barrier(usize),
 }
 
@@ -125,14 +127,12 @@ pub(crate) struct SyncState {
     mutex_n: Names,
     cond_n: Names,
     sem_n: Names,
-    susp_n: Names,
     bar_n: Names,
     timer_n: Names,
     mutexes: Vec<Mutex>,
     /// Waiters of each condition variable with the mutex they reacquire.
     conds: Vec<VecDeque<(TaskId, usize)>>,
     sems: Vec<(u64, VecDeque<TaskId>)>,
-    susp: Vec<Vec<TaskId>>,
     barriers: Vec<SharedBarrier>,
     timers: Vec<Timer>,
     /// Per thread: the shared barriers it is a member of.
@@ -182,9 +182,6 @@ impl SyncState {
                             s.barriers[b].members.push(t);
                         }
                     }
-                    Op::Suspend { name } | Op::Resume { name } => {
-                        s.susp_n.intern(name);
-                    }
                     Op::Lock { mutex } | Op::Unlock { mutex } => {
                         s.mutex_n.intern(mutex);
                     }
@@ -208,7 +205,6 @@ impl SyncState {
         s.mutexes = vec![Mutex::default(); s.mutex_n.names.len()];
         s.conds = vec![VecDeque::new(); s.cond_n.names.len()];
         s.sems = vec![(0, VecDeque::new()); s.sem_n.names.len()];
-        s.susp = vec![Vec::new(); s.susp_n.names.len()];
         s.timers = vec![Timer::default(); s.timer_n.names.len()];
         s
     }
@@ -255,19 +251,6 @@ impl Engine {
                     return Ok(false);
                 }
                 self.sync_block(t, Wait::Barrier(b), "shared_barrier")
-            }
-            Op::Suspend { name } => {
-                let s = self.sync.susp_n.id(&name);
-                self.sync.susp[s].push(t);
-                self.sync_block(t, Wait::Suspend(s), "suspend")
-            }
-            Op::Resume { name } => {
-                let s = self.sync.susp_n.id(&name);
-                let waiters = std::mem::take(&mut self.sync.susp[s]);
-                for w in waiters {
-                    self.sync_wake(w)?;
-                }
-                Ok(false)
             }
             Op::Lock { mutex } => {
                 let m = self.sync.mutex_n.id(&mutex);
@@ -617,10 +600,9 @@ impl Engine {
         // its wall time.
         let left = std::mem::take(&mut self.tasks[t].remaining);
         self.tasks[t].c.work_assigned -= left;
-        match state {
-            TaskState::Running => self.step(t)?,
-            // A queued thread finishes the phase as soon as it runs again.
-            _ => {}
+        // A queued thread finishes the phase as soon as it runs again.
+        if state == TaskState::Running {
+            self.step(t)?;
         }
         Ok(true)
     }
@@ -664,9 +646,6 @@ impl Engine {
                     s.cond_n.names[c], s.mutex_n.names[m]
                 ),
                 Some(Wait::Sem(x)) => format!("pends on semaphore \"{}\"", s.sem_n.names[x]),
-                Some(Wait::Suspend(x)) => {
-                    format!("is suspended on \"{}\"", s.susp_n.names[x])
-                }
                 Some(Wait::Barrier(b)) => {
                     format!("waits at shared barrier \"{}\"", s.bar_n.names[b])
                 }
