@@ -80,6 +80,9 @@ struct SharedBarrier {
     /// Threads whose operations name it.
     members: Vec<TaskId>,
     waiting: Vec<TaskId>,
+    /// Members that count now (live or still to start), when known: it
+    /// changes only as threads exit or programs start or are forked.
+    count: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -152,6 +155,9 @@ pub(crate) struct SyncState {
     prog: Vec<ProgSync>,
     /// Program index of each name (the first of that name).
     prog_by_name: BTreeMap<String, usize>,
+    /// Where the last search for an active thread found one (the search
+    /// starts there; its result does not depend on it).
+    scan_from: usize,
 }
 
 impl SyncState {
@@ -473,14 +479,34 @@ impl Engine {
 
     /// Threads a shared barrier waits for now: its members that are live
     /// or still to start.
-    fn barrier_open(&self, b: usize) -> bool {
+    fn barrier_open(&mut self, b: usize) -> bool {
+        let count = match self.sync.barriers[b].count {
+            Some(c) => c,
+            None => {
+                let bar = &self.sync.barriers[b];
+                let c = bar
+                    .members
+                    .iter()
+                    .filter(|&&m| self.thread_counts(m))
+                    .count();
+                self.sync.barriers[b].count = Some(c);
+                c
+            }
+        };
         let bar = &self.sync.barriers[b];
-        let count = bar
-            .members
-            .iter()
-            .filter(|&&m| self.thread_counts(m))
-            .count();
         !bar.waiting.is_empty() && bar.waiting.len() >= count
+    }
+
+    /// The threads of program `p` start, exit or may start: the member
+    /// counts of their shared barriers are to be counted again.
+    fn recount_barriers(&mut self, p: usize) {
+        for i in 0..self.progs[p].threads.len() {
+            let t = self.progs[p].threads[i];
+            for k in 0..self.sync.member_of[t].len() {
+                let b = self.sync.member_of[t][k];
+                self.sync.barriers[b].count = None;
+            }
+        }
     }
 
     /// Whether thread `m` is live or will start.
@@ -509,6 +535,7 @@ impl Engine {
         self.sync.run_for[t] = false;
         for i in 0..self.sync.member_of[t].len() {
             let b = self.sync.member_of[t][i];
+            self.sync.barriers[b].count = None;
             if self.barrier_open(b) {
                 self.release_barrier(b, None)?;
             }
@@ -533,6 +560,7 @@ impl Engine {
             self.sync.run_for[t] = false;
             self.set_waiting(t, None);
         }
+        self.recount_barriers(p);
         if !self.sync.tick.is_empty() {
             let threads = &self.progs[p].threads;
             self.sync.tick.retain(|(t, _), _| !threads.contains(t));
@@ -545,6 +573,7 @@ impl Engine {
         if self.progs[p].forked {
             self.sync.prog[p].done = true;
             self.programs_done += 1;
+            self.recount_barriers(p);
             return true;
         }
         false
@@ -563,6 +592,7 @@ impl Engine {
             return true;
         }
         ps.done = true;
+        self.recount_barriers(p);
         false
     }
 
@@ -576,10 +606,11 @@ impl Engine {
         }
         ps.done = false;
         ps.start_queued = true;
-        self.programs_done -= 1;
         if ps.started_once {
             self.progs[p].instance += 1;
         }
+        self.programs_done -= 1;
+        self.recount_barriers(p);
         self.q
             .push(self.now, EventClass::Wake, Ev::ProgramStart { prog: p as u32 });
     }
@@ -609,12 +640,19 @@ impl Engine {
 
     /// Whether some thread can still act: running, runnable, sleeping on a
     /// time, or in a program that will start.
-    fn anyone_active(&self) -> bool {
-        self.tasks.iter().any(|task| match task.state {
+    fn anyone_active(&mut self) -> bool {
+        let n = self.tasks.len();
+        let from = self.sync.scan_from.min(n);
+        let active = |task: &Task| match task.state {
             TaskState::Runnable | TaskState::Running | TaskState::Sleeping => true,
             TaskState::NotStarted => !self.sync.prog[task.program].done,
             TaskState::Blocked | TaskState::Exited => false,
-        }) || self.progs.iter().enumerate().any(|(p, prog)| {
+        };
+        if let Some(i) = (from..n).chain(0..from).find(|&i| active(&self.tasks[i])) {
+            self.sync.scan_from = i;
+            return true;
+        }
+        self.progs.iter().enumerate().any(|(p, prog)| {
             let ps = &self.sync.prog[p];
             ps.start_queued || (!ps.done && prog.live == 0)
         })
@@ -622,7 +660,7 @@ impl Engine {
 
     /// End the run if every live thread is blocked and nothing is left to
     /// wake any of them.
-    fn deadlock_check(&self) -> Result<(), SimError> {
+    fn deadlock_check(&mut self) -> Result<(), SimError> {
         if self.anyone_active() {
             return Ok(());
         }
