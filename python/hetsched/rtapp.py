@@ -867,12 +867,15 @@ def _periodic(
 
 def _endless_loops(phases: list[dict[str, Any]], duration_s: float, fastest: float) -> int:
     """Loops of a ``loop = -1`` task: more than fit in the run on the fastest
-    CPU (speed ``fastest`` × reference), so that the run's end stops it."""
+    CPU (speed ``fastest`` × reference), so that the run's end stops it: the
+    loop's computing on that CPU, sleeps and busy wall time are a lower
+    bound of its time (waits add to it)."""
     compute = sum(p.get("compute_ms", 0.0) for p in phases)
     sleep = sum(p.get("sleep_ms", 0.0) + p.get("run_for_ms", 0.0) for p in phases)
     per_loop_ms = compute / max(fastest, 1e-9) + sleep
     if per_loop_ms <= 0:
-        return 1
+        # Only waits (timers, suspends ...): no lower bound on a loop's time.
+        return MAX_PHASES
     return min(MAX_PHASES, math.ceil(duration_s * 1000.0 / per_loop_ms) + 1)
 
 

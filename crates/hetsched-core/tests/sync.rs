@@ -197,9 +197,36 @@ fn a_resume_with_nobody_suspended_is_lost() {
         prog("s", "{ sleep_ms = 1.5 }, { suspend = \"x\" }, { compute_ms = 1 }")
     ));
     assert!(
-        e.contains("deadlock at 0.001500000 s") && e.contains("s[0] is suspended on \"x\""),
+        e.contains("deadlock at 0.001500000 s")
+            && e.contains("s[0] waits on condition \"x\" (mutex \"x\")"),
         "{e}"
     );
+}
+
+#[test]
+fn suspend_and_resume_are_the_condition_variable_and_mutex_of_their_name() {
+    // rt-app names the condition variable and the mutex of a suspend point
+    // after it: a resume waits while another thread holds the mutex "x"
+    // (here until 5 ms), and a signal on "x" wakes a suspended thread.
+    let r = go(&format!(
+        "{}{}{}{}",
+        machine(3),
+        prog("h", "{ lock = \"x\" }, { compute_ms = 5 }, { unlock = \"x\" }"),
+        prog("s", "{ suspend = \"x\" }, { compute_ms = 1 }"),
+        prog("r", "{ sleep_ms = 1 }, { resume = \"x\" }, { compute_ms = 1 }")
+    ));
+    // S suspends only once H's unlock at 5 ms gives it the mutex (it waited
+    // first); R's resume then takes the mutex after S released it in its
+    // wait, wakes S, and both compute 5..6.
+    assert_eq!(runs(&r, 1), vec![(5.0, 6.0)]);
+    assert_eq!(runs(&r, 2), vec![(5.0, 6.0)]);
+    let r = go(&format!(
+        "{}{}{}",
+        machine(2),
+        prog("s", "{ suspend = \"x\" }, { compute_ms = 1 }"),
+        prog("g", "{ compute_ms = 2 }, { lock = \"x\" }, { signal = \"x\" }, { unlock = \"x\" }")
+    ));
+    assert_eq!(runs(&r, 0), vec![(2.0, 3.0)]);
 }
 
 #[test]

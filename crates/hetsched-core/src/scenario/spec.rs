@@ -990,11 +990,13 @@ pub struct PhaseSpec {
     /// whose phases name it has arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_barrier: Option<String>,
-    /// Sleep until another thread resumes this name (rt-app `suspend`).
+    /// Sleep until another thread resumes this name (rt-app `suspend`: a
+    /// `wait` on the condition variable of this name under the mutex of this
+    /// name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend: Option<String>,
     /// Wake every thread suspended on this name; nothing happens if none is
-    /// (rt-app `resume`).
+    /// (rt-app `resume`: a `broad` under the mutex of this name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume: Option<String>,
     /// Take this mutex (sleeping while another thread holds it).

@@ -560,13 +560,22 @@ fn phase_ops(
                 name: name_of(field("shared_barrier"), n)?,
             }
         } else if let Some(n) = &ph.suspend {
-            Op::Suspend {
-                name: name_of(field("suspend"), n)?,
-            }
+            // rt-app's suspend: a wait on the condition variable of that
+            // name, under the mutex of that name.
+            let x = name_of(field("suspend"), n)?;
+            ops.push(Op::Lock { mutex: x.clone() });
+            ops.push(Op::Wait {
+                cond: x.clone(),
+                mutex: x.clone(),
+            });
+            Op::Unlock { mutex: x }
         } else if let Some(n) = &ph.resume {
-            Op::Resume {
-                name: name_of(field("resume"), n)?,
-            }
+            // rt-app's resume: a broadcast on that condition variable, under
+            // the mutex of that name.
+            let x = name_of(field("resume"), n)?;
+            ops.push(Op::Lock { mutex: x.clone() });
+            ops.push(Op::Broad { cond: x.clone() });
+            Op::Unlock { mutex: x }
         } else if let Some(n) = &ph.lock {
             Op::Lock {
                 mutex: name_of(field("lock"), n)?,

@@ -1,5 +1,5 @@
 //! rt-app's synchronisation and phase operations: the workload-wide objects
-//! (mutexes, condition variables, counting semaphores, suspend points,
+//! (mutexes, condition variables, counting semaphores,
 //! shared barriers, periodic timers), their blocking and waking, wall-time
 //! busy phases, yield, affinity changes and forks.
 //!
@@ -18,7 +18,10 @@
 //!   owner is not lost); a signalled waiter takes the mutex again before it
 //!   goes on, queueing behind other lockers if it is held; `signal` and
 //!   `broad` with nobody waiting are lost;
-//! * `suspend`/`resume` are rt-app's: a condition wait and a broadcast, so a
+//! * `suspend`/`resume` are rt-app's, built of the above by the scenario
+//!   layer: `lock x; wait x (mutex x); unlock x` and `lock x; broad x; unlock
+//!   x` (rt-app names the condition variable and the mutex after the suspend
+//!   point, so they are those of `wait`/`signal`/`lock` with that name): a
 //!   resume wakes every thread suspended at that instant and is lost if none
 //!   is;
 //! * a semaphore keeps posts nobody pends for, so no wake-up is lost;
@@ -63,7 +66,6 @@ enum Wait {
     Mutex(usize),
     Cond(usize, usize),
     Sem(usize),
-    Suspend(usize),
     Barrier(usize),
 }
 
@@ -78,6 +80,9 @@ struct SharedBarrier {
     /// Threads whose operations name it.
     members: Vec<TaskId>,
     waiting: Vec<TaskId>,
+    /// Members that count now (live or still to start), when known: it
+    /// changes only as threads exit or programs start or are forked.
+    count: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -125,14 +130,12 @@ pub(crate) struct SyncState {
     mutex_n: Names,
     cond_n: Names,
     sem_n: Names,
-    susp_n: Names,
     bar_n: Names,
     timer_n: Names,
     mutexes: Vec<Mutex>,
     /// Waiters of each condition variable with the mutex they reacquire.
     conds: Vec<VecDeque<(TaskId, usize)>>,
     sems: Vec<(u64, VecDeque<TaskId>)>,
-    susp: Vec<Vec<TaskId>>,
     barriers: Vec<SharedBarrier>,
     timers: Vec<Timer>,
     /// Per thread: the shared barriers it is a member of.
@@ -152,6 +155,9 @@ pub(crate) struct SyncState {
     prog: Vec<ProgSync>,
     /// Program index of each name (the first of that name).
     prog_by_name: BTreeMap<String, usize>,
+    /// Where the last search for an active thread found one (the search
+    /// starts there; its result does not depend on it).
+    scan_from: usize,
 }
 
 impl SyncState {
@@ -182,9 +188,6 @@ impl SyncState {
                             s.barriers[b].members.push(t);
                         }
                     }
-                    Op::Suspend { name } | Op::Resume { name } => {
-                        s.susp_n.intern(name);
-                    }
                     Op::Lock { mutex } | Op::Unlock { mutex } => {
                         s.mutex_n.intern(mutex);
                     }
@@ -208,7 +211,6 @@ impl SyncState {
         s.mutexes = vec![Mutex::default(); s.mutex_n.names.len()];
         s.conds = vec![VecDeque::new(); s.cond_n.names.len()];
         s.sems = vec![(0, VecDeque::new()); s.sem_n.names.len()];
-        s.susp = vec![Vec::new(); s.susp_n.names.len()];
         s.timers = vec![Timer::default(); s.timer_n.names.len()];
         s
     }
@@ -255,19 +257,6 @@ impl Engine {
                     return Ok(false);
                 }
                 self.sync_block(t, Wait::Barrier(b), "shared_barrier")
-            }
-            Op::Suspend { name } => {
-                let s = self.sync.susp_n.id(&name);
-                self.sync.susp[s].push(t);
-                self.sync_block(t, Wait::Suspend(s), "suspend")
-            }
-            Op::Resume { name } => {
-                let s = self.sync.susp_n.id(&name);
-                let waiters = std::mem::take(&mut self.sync.susp[s]);
-                for w in waiters {
-                    self.sync_wake(w)?;
-                }
-                Ok(false)
             }
             Op::Lock { mutex } => {
                 let m = self.sync.mutex_n.id(&mutex);
@@ -490,14 +479,34 @@ impl Engine {
 
     /// Threads a shared barrier waits for now: its members that are live
     /// or still to start.
-    fn barrier_open(&self, b: usize) -> bool {
+    fn barrier_open(&mut self, b: usize) -> bool {
+        let count = match self.sync.barriers[b].count {
+            Some(c) => c,
+            None => {
+                let bar = &self.sync.barriers[b];
+                let c = bar
+                    .members
+                    .iter()
+                    .filter(|&&m| self.thread_counts(m))
+                    .count();
+                self.sync.barriers[b].count = Some(c);
+                c
+            }
+        };
         let bar = &self.sync.barriers[b];
-        let count = bar
-            .members
-            .iter()
-            .filter(|&&m| self.thread_counts(m))
-            .count();
         !bar.waiting.is_empty() && bar.waiting.len() >= count
+    }
+
+    /// The threads of program `p` start, exit or may start: the member
+    /// counts of their shared barriers are to be counted again.
+    fn recount_barriers(&mut self, p: usize) {
+        for i in 0..self.progs[p].threads.len() {
+            let t = self.progs[p].threads[i];
+            for k in 0..self.sync.member_of[t].len() {
+                let b = self.sync.member_of[t][k];
+                self.sync.barriers[b].count = None;
+            }
+        }
     }
 
     /// Whether thread `m` is live or will start.
@@ -526,6 +535,7 @@ impl Engine {
         self.sync.run_for[t] = false;
         for i in 0..self.sync.member_of[t].len() {
             let b = self.sync.member_of[t][i];
+            self.sync.barriers[b].count = None;
             if self.barrier_open(b) {
                 self.release_barrier(b, None)?;
             }
@@ -550,6 +560,7 @@ impl Engine {
             self.sync.run_for[t] = false;
             self.set_waiting(t, None);
         }
+        self.recount_barriers(p);
         if !self.sync.tick.is_empty() {
             let threads = &self.progs[p].threads;
             self.sync.tick.retain(|(t, _), _| !threads.contains(t));
@@ -562,6 +573,7 @@ impl Engine {
         if self.progs[p].forked {
             self.sync.prog[p].done = true;
             self.programs_done += 1;
+            self.recount_barriers(p);
             return true;
         }
         false
@@ -580,6 +592,7 @@ impl Engine {
             return true;
         }
         ps.done = true;
+        self.recount_barriers(p);
         false
     }
 
@@ -593,10 +606,11 @@ impl Engine {
         }
         ps.done = false;
         ps.start_queued = true;
-        self.programs_done -= 1;
         if ps.started_once {
             self.progs[p].instance += 1;
         }
+        self.programs_done -= 1;
+        self.recount_barriers(p);
         self.q
             .push(self.now, EventClass::Wake, Ev::ProgramStart { prog: p as u32 });
     }
@@ -617,22 +631,28 @@ impl Engine {
         // its wall time.
         let left = std::mem::take(&mut self.tasks[t].remaining);
         self.tasks[t].c.work_assigned -= left;
-        match state {
-            TaskState::Running => self.step(t)?,
-            // A queued thread finishes the phase as soon as it runs again.
-            _ => {}
+        // A queued thread finishes the phase as soon as it runs again.
+        if state == TaskState::Running {
+            self.step(t)?;
         }
         Ok(true)
     }
 
     /// Whether some thread can still act: running, runnable, sleeping on a
     /// time, or in a program that will start.
-    fn anyone_active(&self) -> bool {
-        self.tasks.iter().any(|task| match task.state {
+    fn anyone_active(&mut self) -> bool {
+        let n = self.tasks.len();
+        let from = self.sync.scan_from.min(n);
+        let active = |task: &Task| match task.state {
             TaskState::Runnable | TaskState::Running | TaskState::Sleeping => true,
             TaskState::NotStarted => !self.sync.prog[task.program].done,
             TaskState::Blocked | TaskState::Exited => false,
-        }) || self.progs.iter().enumerate().any(|(p, prog)| {
+        };
+        if let Some(i) = (from..n).chain(0..from).find(|&i| active(&self.tasks[i])) {
+            self.sync.scan_from = i;
+            return true;
+        }
+        self.progs.iter().enumerate().any(|(p, prog)| {
             let ps = &self.sync.prog[p];
             ps.start_queued || (!ps.done && prog.live == 0)
         })
@@ -640,7 +660,7 @@ impl Engine {
 
     /// End the run if every live thread is blocked and nothing is left to
     /// wake any of them.
-    fn deadlock_check(&self) -> Result<(), SimError> {
+    fn deadlock_check(&mut self) -> Result<(), SimError> {
         if self.anyone_active() {
             return Ok(());
         }
@@ -664,9 +684,6 @@ impl Engine {
                     s.cond_n.names[c], s.mutex_n.names[m]
                 ),
                 Some(Wait::Sem(x)) => format!("pends on semaphore \"{}\"", s.sem_n.names[x]),
-                Some(Wait::Suspend(x)) => {
-                    format!("is suspended on \"{}\"", s.susp_n.names[x])
-                }
                 Some(Wait::Barrier(b)) => {
                     format!("waits at shared barrier \"{}\"", s.bar_n.names[b])
                 }

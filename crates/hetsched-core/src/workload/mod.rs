@@ -5,9 +5,9 @@
 //! optionally an ISA feature), sleep, wait at the program's barrier, pull
 //! chunks from the program's shared work queue until it is empty, or end a
 //! periodic job and wait for the next release; and rt-app's operations:
-//! busy for a wall time, workload-wide barriers, suspend/resume, mutexes,
-//! condition variables, semaphores, periodic timers, yield, affinity changes
-//! and forks (their objects and logic are in `sim/sync.rs`). The program patterns of the
+//! busy for a wall time, workload-wide barriers, mutexes, condition
+//! variables (rt-app's suspend/resume are built of these), semaphores,
+//! periodic timers, yield, affinity changes and forks (their objects and logic are in `sim/sync.rs`). The program patterns of the
 //! papers (sequential, static data-parallel, dynamic binding, fork-join,
 //! process pools, periodic real-time tasks) are generated from these in
 //! [`patterns`], from values the configuration layer has validated.
@@ -40,11 +40,6 @@ pub enum Op {
     /// Wait at the workload-wide barrier `name`: it opens when every live
     /// thread whose operations name it has arrived.
     SharedBarrier { name: Arc<str> },
-    /// Wait until another thread resumes `name` (rt-app `suspend`).
-    Suspend { name: Arc<str> },
-    /// Wake every thread suspended on `name`; lost if none is (rt-app
-    /// `resume`, a condition broadcast).
-    Resume { name: Arc<str> },
     /// Take `mutex`, sleeping while another thread holds it.
     Lock { mutex: Arc<str> },
     /// Release `mutex`, handing it to its longest waiter.
