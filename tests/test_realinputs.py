@@ -32,11 +32,13 @@ RUNS = "runs"
 #: Each file of realinputs/rtapp: RUNS (imports, and runs) or the exact set of
 #: features it is refused for (the keys of rtapp.REFUSED).
 RTAPP: dict[str, str | set[str]] = {
-    "browser-long.json": {"lock", "unlock", "wait", "signal", "sync", "suspend", "resume"},
-    "browser-short.json": {"lock", "unlock", "wait", "signal", "sync", "suspend", "resume"},
+    "browser-long.json": RUNS,
+    "browser-short.json": RUNS,
     "cpufreq_governor_efficiency__calibration.json": {"SCHED_FIFO"},
     "cpufreq_governor_efficiency__dvfs.json": {"SCHED_FIFO"},
-    "custom-slice.json": {"custom-slice", "SCHED_DEADLINE"},
+    # dl-runtime on its SCHED_OTHER task is the custom slice (slice_ms); its
+    # other task is SCHED_DEADLINE.
+    "custom-slice.json": {"SCHED_DEADLINE"},
     # merge/: fragments of one workload; given alone, the thread files are in
     # the pre-1.0 grammar and global/resources hold no task.
     "merge__global.json": {"fragment"},
@@ -45,23 +47,23 @@ RTAPP: dict[str, str | set[str]] = {
     "merge__thread1.json": {"old-grammar"},
     "merge__thread2.json": {"old-grammar"},
     "merge__thread3.json": {"old-grammar"},
-    "mp3-long.json": {"lock", "unlock", "wait", "signal", "suspend", "resume"},
-    "mp3-short.json": {"lock", "unlock", "wait", "signal", "suspend", "resume"},
-    "spreading-tasks.json": {"timer-in-sequence"},
+    "mp3-long.json": RUNS,
+    "mp3-short.json": RUNS,
+    "spreading-tasks.json": RUNS,
     "template.json": RUNS,
     "tutorial__example1.json": RUNS,
     "tutorial__example10.json": {"taskgroup"},
     "tutorial__example11.json": {"taskgroup"},
     "tutorial__example2.json": RUNS,
-    "tutorial__example3.json": {"timer-in-sequence"},
-    "tutorial__example4.json": {"suspend", "resume"},
-    "tutorial__example5.json": {"lock", "unlock", "wait", "signal", "suspend", "resume"},
+    "tutorial__example3.json": RUNS,
+    "tutorial__example4.json": RUNS,
+    "tutorial__example5.json": RUNS,
     "tutorial__example6.json": {"mem", "iorun"},
-    "tutorial__example7.json": {"runtime", "shared-barrier"},
-    "tutorial__example8.json": {"phase-cpus"},
-    "tutorial__example9.json": {"fork"},
-    "video-long.json": {"lock", "unlock", "sync", "suspend", "resume"},
-    "video-short.json": {"lock", "unlock", "sync", "suspend", "resume"},
+    "tutorial__example7.json": RUNS,
+    "tutorial__example8.json": RUNS,
+    "tutorial__example9.json": RUNS,
+    "video-long.json": RUNS,
+    "video-short.json": RUNS,
 }
 
 #: What the files that run become (programs: kind, threads, work per job or
@@ -74,9 +76,54 @@ RUN_SHAPES = {
     "tutorial__example2.json": [("periodic", 1, 10.0, 100.0)],
 }
 
+_MP3 = ["AudioTick", "AudioOut", "AudioTrack", "mp3.decoder", "OMXCall"]
+_BROWSER = [
+    "BrowserMain", "BrowserSub1", "BrowserSub2", "BrowserDisplay", "Binder-dummy",
+    "Binder-display", "Event-Browser", "Event-Display", "Display",
+]  # fmt: skip
+_VIDEO = [
+    "surfaceflinger", "DispSync", "hwc_eventmon", "EventThread1", "EventThread2", "waker",
+    "NuPlayerRenderer", "NuPlayerDriver1", "NuPlayerDriver2", "CodecLooper1", "CodecLooper2",
+    "OMXCallbackDisp2", "CodecLooper3", "NPDecoder", "NPDecoder-CL", "gle.aac.decoder",
+    "OMXCallbackDisp1",
+]  # fmt: skip
+_SYNC = {"lock", "unlock", "mutex", "suspend", "resume"}
+#: The files built of rt-app's synchronisation events: their tasks (one
+#: program each, one thread unless said) and the phase keys they use, read
+#: off the files.
+RUN_PHASES: dict[str, tuple[list[str], set[str]]] = {
+    "browser-long.json": (_BROWSER, _SYNC | {"compute_ms", "sleep_ms", "wait", "signal", "sync"}),
+    "browser-short.json": (_BROWSER, _SYNC | {"compute_ms", "sleep_ms", "wait", "signal", "sync"}),
+    "mp3-long.json": (_MP3, _SYNC | {"compute_ms", "wait", "signal", "timer", "timer_ms"}),
+    "mp3-short.json": (_MP3, _SYNC | {"compute_ms", "wait", "signal", "timer", "timer_ms"}),
+    "video-long.json": (_VIDEO, _SYNC | {"compute_ms", "sleep_ms", "sync", "timer", "timer_ms"}),
+    "video-short.json": (_VIDEO, _SYNC | {"compute_ms", "sleep_ms", "sync", "timer", "timer_ms"}),
+    # Two tasks whose phases run then wait for a 10 ms timer of their own.
+    "spreading-tasks.json": (["thread1", "thread2"], {"compute_ms", "timer", "timer_ms"}),
+    # 12 instances of one task, each phase a run and a 30 ms timer.
+    "tutorial__example3.json": (["thread0"], {"compute_ms", "timer", "timer_ms"}),
+    # Two tasks waking each other in turn.
+    "tutorial__example4.json": (["thread0", "thread1"], {"compute_ms", "resume", "suspend"}),
+    "tutorial__example5.json": (
+        ["thread0", "thread1"],
+        _SYNC | {"compute_ms", "sleep_ms", "wait", "signal", "timer", "timer_ms"},
+    ),
+    # runtime events and barriers shared by the two tasks.
+    "tutorial__example7.json": (["task0", "task1"], {"run_for_ms", "sleep_ms", "shared_barrier"}),
+    # Three phases on CPUs 0, 1 and (the task's) 2.
+    "tutorial__example8.json": (["thread0"], {"compute_ms", "cpus"}),
+    # thread3 forks thread1 (which also runs from the start: a forked copy)
+    # and thread2 (instance 0: forked only).
+    "tutorial__example9.json": (
+        ["thread1", "thread1+fork", "thread2", "thread3"],
+        {"compute_ms", "sleep_ms", "fork"},
+    ),
+}
+
 
 def test_the_table_covers_every_rtapp_file() -> None:
     assert sorted(p.name for p in (REAL / "rtapp").glob("*.json")) == sorted(RTAPP)
+    assert set(RUN_SHAPES) | set(RUN_PHASES) == {n for n, v in RTAPP.items() if v == RUNS}
 
 
 @pytest.mark.parametrize("name", sorted(RTAPP))
@@ -84,19 +131,27 @@ def test_rtapp_file_runs_or_is_refused_for_its_documented_reason(name: str) -> N
     expected = RTAPP[name]
     if expected == RUNS:
         wl = rtapp.load_rtapp(REAL / "rtapp" / name)
-        shapes = [
-            (
-                p["kind"],
-                p["threads"],
-                p.get("wcet_ms", sum(ph.get("compute_ms", 0.0) for ph in p.get("phases", []))),
-                p.get("period_ms"),
-            )
-            for p in wl.programs
-        ]
-        assert shapes == RUN_SHAPES[name]
+        if name in RUN_SHAPES:
+            shapes = [
+                (
+                    p["kind"],
+                    p["threads"],
+                    p.get("wcet_ms", sum(ph.get("compute_ms", 0.0) for ph in p.get("phases", []))),
+                    p.get("period_ms"),
+                )
+                for p in wl.programs
+            ]
+            assert shapes == RUN_SHAPES[name]
+        else:
+            tasks, keys = RUN_PHASES[name]
+            assert [p["name"] for p in wl.programs] == tasks
+            assert all(p["kind"] == "phases" for p in wl.programs)
+            assert {k for p in wl.programs for ph in p["phases"] for k in ph} == keys
         # CPU0 of the preset is a big core (capacity 1024): run times are reference work.
-        res = hetsched.run(wl.scenario(machine="big-little-4+4", duration_s=0.25))
-        assert res.summary["sim_end_s"] == pytest.approx(0.25)
+        # The browser's main thread sleeps 400 ms before it starts anything.
+        duration = 1.0 if name.startswith("browser") else 0.25
+        res = hetsched.run(wl.scenario(machine="big-little-4+4", duration_s=duration))
+        assert res.summary["sim_end_s"] == pytest.approx(duration)
         assert res.tasks["work_ms"].sum() > 0
         return
     with pytest.raises(rtapp.RtAppError) as e:

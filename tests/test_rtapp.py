@@ -55,7 +55,7 @@ def test_barrier_joins_the_instances_of_a_task() -> None:
     wl, res = _run("barrier")
     (prog,) = wl.programs
     assert prog["threads"] == 4 and prog["loops"] == 5
-    assert prog["phases"] == [{"compute_ms": 5.0}, {"barrier": True}]
+    assert prog["phases"] == [{"compute_ms": 5.0}, {"shared_barrier": "step"}]
     assert res.summary["programs_completed"] == 1
 
 
@@ -75,16 +75,12 @@ def test_unsupported_features_are_listed_together() -> None:
     msg = str(e.value)
     for needle in (
         "tasks.rt.policy: SCHED_FIFO is not supported: needs the real-time scheduling class",
-        "tasks.rt.lock: event 'lock' is not supported: a mutex",
-        "tasks.rt.unlock: event 'unlock' is not supported",
-        "tasks.waker.runtime: event 'runtime' is not supported: a busy loop of a fixed wall time",
         "tasks.waker.taskgroup: taskgroup '/tg' is not supported: needs group scheduling",
-        "tasks.{other,waker}: barrier 'shared' is not supported",
     ):
         assert needle in msg
-    assert sorted(f for _, f in e.value.refused) == [
-        "SCHED_FIFO", "lock", "runtime", "shared-barrier", "taskgroup", "unlock"
-    ]  # fmt: skip
+    # lock/unlock, runtime and the barrier shared by two tasks translate.
+    assert "lock" not in msg and "runtime" not in msg and "barrier" not in msg
+    assert sorted(f for _, f in e.value.refused) == ["SCHED_FIFO", "taskgroup"]
 
 
 def test_rtapp_dialect_comments_trailing_commas_and_error_positions() -> None:
@@ -109,9 +105,9 @@ def test_rtapp_dialect_comments_trailing_commas_and_error_positions() -> None:
 
 
 def test_bare_suspend_key_is_read_as_workgen_does() -> None:
-    with pytest.raises(rtapp.RtAppError) as e:
-        rtapp.parse_rtapp('{"tasks": {"t": {"suspend", "run": 10}}}')
-    assert e.value.refused == [("tasks.t.suspend", "suspend")]
+    # A bare "suspend" suspends the thread on its own name.
+    wl = rtapp.parse_rtapp('{"tasks": {"t": {"suspend", "run": 10}}}')
+    assert wl.programs[0]["phases"] == [{"suspend": "t"}, {"compute_ms": 0.01}]
 
 
 def test_calibration_cpu_converts_run_times(tmp_path: Path) -> None:
@@ -143,15 +139,12 @@ def test_merge_fragments_are_merged_like_rtapps_merge_py(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("task", "feature"),
     [
-        ('{"run": 10, "policy": "SCHED_OTHER", "dl-runtime": 100}', "custom-slice"),
         ('{"run": 10, "policy": "SCHED_DEADLINE", "dl-runtime": 100}', "SCHED_DEADLINE"),
         ('{"run": 10, "policy": "SCHED_IDLE"}', "SCHED_IDLE"),
         ('{"run": 10, "util_min": 512}', "util-clamp"),
-        ('{"phases": {"a": {"cpus": [0], "run": 10}, "b": {"run": 10}}}', "phase-cpus"),
         ('{"phases": {"a": {"priority": 5, "run": 10}, "b": {"run": 10}}}', "phase-policy"),
-        ('{"run": 10, "sleep": 5, "timer": {"period": 100}}', "timer-in-sequence"),
-        ('{"instance": 2, "run": 10, "timer": {"ref": "tick", "period": 100}}', "shared-timer"),
-        ('{"run": 10, "yield": ""}', "yield"),
+        ('{"run": 10, "mem": 1000}', "mem"),
+        ('{"run": 10, "iorun": 1000}', "iorun"),
         ('{"exec": 10, "period": 100}', "old-grammar"),
     ],
 )
@@ -194,8 +187,14 @@ def test_faithful_variants_are_accepted() -> None:
             r"invalid rt-app file:\n  - tasks\.t\.run: expected microseconds >= 0",
         ),
         (
-            '{"tasks": {"t": {"run": 10, "timer": {"period": 100}, "sleep": 5}}}',
-            "a timer in the sequence 'run timer sleep' is not supported",
+            '{"tasks": {"t": {"run": 10, "wait": "c"}}}',
+            r'tasks\.t\.wait: expected \{ "ref": condition, "mutex": mutex \}',
+        ),
+        ('{"tasks": {"t": {"run": 10, "fork": "nobody"}}}', "tasks.t.fork: no task is named"),
+        ('{"tasks": {"t": {"run": 10, "lock": 5}}}', "tasks.t.lock: expected the mutex's name"),
+        (
+            '{"tasks": {"t": {"run": 10, "timer": {"period": -1}}}}',
+            r"tasks\.t\.timer\.period: expected microseconds > 0",
         ),
         ('{"tasks": {"t": {"instance": -1, "run": 10}}}', "instance: expected an integer >= 0"),
     ],
@@ -238,3 +237,89 @@ def test_cli_takes_a_machine_file(tmp_path: Path, capsys) -> None:
     assert f"--machine {bad}: machine.types:" in capsys.readouterr().err
     assert cli.main([*argv[:-1], "no-such-preset"]) == 2
     assert 'unknown preset "no-such-preset"' in capsys.readouterr().err
+
+
+def test_synchronisation_events_become_workload_wide_phases() -> None:
+    # mp3's shape: a timer thread resumes a worker that locks, signals and
+    # waits on a queue shared with a third task.
+    text = """{"tasks": {
+        "tick": {"loop": -1, "cpus": [0], "resume": "out",
+                 "timer": {"ref": "tick", "period": 6000}},
+        "out": {"loop": -1, "suspend": "out", "run": 1000, "lock": "m",
+                "signal": "q", "wait": {"ref": "q", "mutex": "m"}, "unlock": "m"},
+        "peer": {"loop": -1, "lock": "m", "wait": {"ref": "q", "mutex": "m"},
+                 "run": 300, "signal": "q", "unlock": "m"}
+    }, "global": {"duration": 1, "calibration": "CPU0"}}"""
+    wl = rtapp.parse_rtapp(text)
+    tick, out, peer = wl.programs
+    assert tick["affinity"] == [0]
+    assert tick["phases"] == [{"resume": "out"}, {"timer": "tick", "timer_ms": 6.0}]
+    assert out["phases"] == [
+        {"suspend": "out"}, {"compute_ms": 1.0}, {"lock": "m"}, {"signal": "q"},
+        {"wait": "q", "mutex": "m"}, {"unlock": "m"},
+    ]  # fmt: skip
+    assert peer["phases"][1] == {"wait": "q", "mutex": "m"}
+    res = hetsched.run(wl.scenario(machine="smp-4", duration_s=0.1))
+    runs = res.tasks.set_index("program")["work_ms"]
+    # "out" is resumed every 6 ms from the tick's first wake-up at 6 ms, and
+    # runs 1 ms each time: 16 times in 100 ms (the resume at 0 is lost).
+    assert runs["out"] == pytest.approx(16.0, abs=1.0)
+    assert runs["peer"] > 0
+
+
+def test_runtime_custom_slice_phase_cpus_and_fork() -> None:
+    text = """{"tasks": {
+        "busy": {"loop": 2, "runtime": 4000, "policy": "SCHED_OTHER",
+                 "dl-runtime": 3000000},
+        "mover": {"loop": 1, "cpus": [2], "phases": {
+            "a": {"cpus": [0], "run": 1500}, "b": {"cpus": [1], "run": 1500},
+            "c": {"run": 1500}}},
+        "parent": {"loop": 1, "fork": "child", "run": 1000},
+        "child": {"instance": 0, "loop": 1, "run": 2000}
+    }, "global": {"duration": 1, "calibration": "CPU0"}}"""
+    wl = rtapp.parse_rtapp(text)
+    progs = {p["name"]: p for p in wl.programs}
+    assert progs["busy"]["phases"] == [{"run_for_ms": 4.0}] and progs["busy"]["slice_ms"] == 3.0
+    # The program starts on phase a's CPUs; each phase then sets its own,
+    # the last one the task's [2].
+    assert progs["mover"]["affinity"] == [0]
+    assert progs["mover"]["phases"] == [
+        {"cpus": [0]}, {"compute_ms": 1.5}, {"cpus": [1]}, {"compute_ms": 1.5},
+        {"cpus": [2]}, {"compute_ms": 1.5},
+    ]  # fmt: skip
+    assert progs["child"]["forked"] is True and progs["child"]["threads"] == 1
+    assert progs["parent"]["phases"][0] == {"fork": "child"}
+    res = hetsched.run(wl.scenario(machine="smp-4"))
+    t = res.tasks.set_index("program")
+    assert t.loc["busy", "end_s"] == pytest.approx(0.008)
+    assert t.loc["child", "work_ms"] == pytest.approx(2.0)
+    assert t.loc["mover", "migrations"] == 2
+    # A custom slice out of the kernel's range is clamped, and says so.
+    clamped = rtapp.parse_rtapp('{"tasks": {"t": {"run": 10, "dl-runtime": 500000000}}}')
+    assert clamped.programs[0]["slice_ms"] == 100.0
+    assert any("clamped to 100 ms" in n for n in clamped.notes)
+
+
+def test_a_forked_task_with_threads_of_its_own_gets_a_forked_copy() -> None:
+    wl = rtapp.parse_rtapp(
+        """{"tasks": {"t1": {"loop": 1, "run": 1000},
+                      "t3": {"loop": 1, "fork": "t1", "run": 1000}},
+            "global": {"duration": 1}}"""
+    )
+    names = [p["name"] for p in wl.programs]
+    assert names == ["t1", "t1+fork", "t3"]
+    assert wl.programs[1]["forked"] is True
+    assert wl.programs[2]["phases"][0] == {"fork": "t1+fork"}
+    res = hetsched.run(wl.scenario(machine="smp-4"))
+    assert res.tasks.set_index("program").loc["t1+fork", "work_ms"] == pytest.approx(1.0)
+
+
+def test_a_timer_shared_by_instances_is_one_timer() -> None:
+    wl = rtapp.parse_rtapp(
+        """{"tasks": {"t": {"instance": 2, "loop": 3, "run": 1000,
+                            "timer": {"ref": "tick", "period": 10000}}},
+            "global": {"duration": 1}}"""
+    )
+    (prog,) = wl.programs
+    assert prog["kind"] == "phases"
+    assert prog["phases"] == [{"compute_ms": 1.0}, {"timer": "tick", "timer_ms": 10.0}]

@@ -320,6 +320,34 @@ def _parser() -> argparse.ArgumentParser:
         "--out", type=Path, metavar="FILE", help="a .toml or .json scenario (default: stdout, TOML)"
     )
     ra.set_defaults(handler=_cmd_from_rtapp)
+    ft = wsub.add_parser(
+        "from-trace",
+        help="replay a kernel scheduler trace (tracefs or trace-cmd report text) as a scenario",
+    )
+    ft.add_argument(
+        "file", type=Path, metavar="TRACE", help="tracefs 'trace' text or 'trace-cmd report' output"
+    )
+    ft.add_argument(
+        "--machine",
+        help="the machine the scenario runs on: a machine file (.toml/.json with a [machine] "
+        "table) or a preset (default: this machine, from /sys)",
+    )
+    ft.add_argument(
+        "--traced-on",
+        metavar="MACHINE",
+        help="the machine the trace was recorded on, which converts run time to work: a machine "
+        "file or a preset (default: --machine's)",
+    )
+    who = ft.add_mutually_exclusive_group()
+    who.add_argument(
+        "--pids", type=int, nargs="+", metavar="PID", help="replay these tasks and their children"
+    )
+    who.add_argument(
+        "--comm", metavar="REGEX", help="replay the tasks whose name matches, and their children"
+    )
+    ft.add_argument("--scheduler", default="eevdf", help="scheduler (default: eevdf)")
+    ft.add_argument("--out", type=Path, metavar="FILE", help="a .toml scenario (default: stdout)")
+    ft.set_defaults(handler=_cmd_from_trace)
     wl.set_defaults(handler=lambda args: _usage(wl))
 
     from .tracefs import register as register_trace  # hetsched trace import ...
@@ -647,6 +675,12 @@ def _cmd_from_rtapp(args: argparse.Namespace) -> int:
     for note in wl.notes:
         print(f"note: {note}", file=sys.stderr)
     return EXIT_OK
+
+
+def _cmd_from_trace(args: argparse.Namespace) -> int:
+    from . import replay
+
+    return replay.command(args)
 
 
 def _policies_text(policies: list[dict[str, Any]]) -> str:

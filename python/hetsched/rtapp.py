@@ -14,13 +14,28 @@ task                                    a program (its name is the task's)
                                         calibration CPU does at its highest
                                         P-state in that time, as reference work
 ``sleep``: µs                           a ``sleep_ms`` phase
-``barrier``: name                       a ``barrier`` phase (the task's threads)
+``barrier``: name                       a ``shared_barrier`` phase (every thread
+                                        naming it, in any task)
+``runtime``: µs of wall time            a ``run_for_ms`` phase (wall time, busy)
+``timer`` (``ref``, ``period``)         a ``timer`` phase (``unique`` refs: one
+                                        timer per task)
+``suspend``/``resume``: name            ``suspend``/``resume`` phases
+``lock``/``unlock``: mutex              ``lock``/``unlock`` phases
+``wait``/``sync`` (``ref``, ``mutex``)  ``wait``/``sync`` phases with ``mutex``
+``signal``/``broad``: name              ``signal``/``broad`` phases
+``yield``                               a ``yield`` phase
+``fork``: task                          a ``fork`` phase; the task is a
+                                        ``forked`` program (``instance`` 0) or a
+                                        forked copy of it (``<task>+fork``)
+``cpus`` of phases that differ          ``cpus`` phases where the set changes
 ``loop`` (task), ``-1`` = until the end ``loops``; for ``-1`` enough loops to fill
                                         ``global.duration`` (the run stops there)
 ``phases`` with their own ``loop``      the phase's events, repeated ``loop`` times
-``run`` then ``timer`` (``period``)     a ``periodic`` program: ``wcet_ms`` of work
+only ``run`` then a ``timer`` of its own a ``periodic`` program: ``wcet_ms`` of work
                                         released every ``period_ms``
 ``priority`` with ``SCHED_OTHER``       ``nice``
+``dl-runtime`` with ``SCHED_OTHER``     ``slice_ms`` (EEVDF custom slice, clamped
+                                        to 0.1-100 ms as the kernel does)
 ``cpus`` (task, or the same in every    ``affinity``
 phase)
 ``delay``: µs                           ``start_ms``
@@ -70,30 +85,8 @@ EVENTS = (
 
 #: rt-app features hetsched refuses, and why (what the engine would need).
 REFUSED: dict[str, str] = {
-    "runtime": "a busy loop of a fixed wall time whatever the CPU's speed; the engine's "
-    "compute phases are amounts of work (needs a fixed-time compute operation)",
-    "suspend": "a thread blocked until another resumes it; the engine has no "
-    "suspend/resume wake-up chains between threads",
-    "resume": "wakes a thread blocked in suspend; the engine has no suspend/resume "
-    "wake-up chains between threads",
-    "lock": "a mutex; the engine has no locks (blocking on a held lock, handing it over)",
-    "unlock": "a mutex; the engine has no locks",
-    "wait": "a condition variable; the engine has no wait queues",
-    "signal": "wakes a thread waiting on a condition variable; the engine has no wait queues",
-    "broad": "wakes every thread waiting on a condition variable; the engine has no wait queues",
-    "sync": "signal-and-wait on a condition variable; the engine has no wait queues",
     "mem": "writes a number of bytes to memory; no memory-bandwidth model turns bytes into time",
     "iorun": "writes a number of bytes to a device; no device model turns bytes into time",
-    "yield": "sched_yield; the engine's threads cannot give up the CPU while runnable",
-    "fork": "creates a task at run time when another reaches this event; the engine "
-    "starts programs at fixed times only",
-    "shared-barrier": "a barrier shared by several tasks; a hetsched barrier joins the "
-    "threads of one program",
-    "timer-in-sequence": "a timer anywhere but at the end of a loop of run events (a "
-    "periodic task); the engine's wait-for-next-period exists only in periodic programs",
-    "shared-timer": "a timer shared by the instances of a task (its ref does not start "
-    "with 'unique'): each instance's wake-up moves the others' period; hetsched gives "
-    "each thread its own period",
     "SCHED_FIFO": "needs the real-time scheduling class (priorities 1-99, run to "
     "completion, push/pull between CPUs, RT throttling) in the engine",
     "SCHED_RR": "needs the real-time scheduling class (priorities 1-99, 100 ms timeslice, "
@@ -101,16 +94,12 @@ REFUSED: dict[str, str] = {
     "SCHED_DEADLINE": "needs the deadline scheduling class (EDF with CBS budgets, "
     "admission control) in the engine",
     "SCHED_IDLE": "needs SCHED_IDLE (a fair weight of 3, below nice 19) in the engine",
-    "custom-slice": "dl-runtime on a SCHED_OTHER task sets EEVDF's per-task slice; "
-    "needs per-task slices in an EEVDF scheduler",
     "taskgroup": "needs group scheduling (the cgroup cpu controller's hierarchical shares)",
     "util-clamp": "util_min/util_max need utilization clamping (uclamp) in the engine",
-    "phase-cpus": "phases with different cpus need affinity changes during a program",
     "phase-policy": "phases with different policy or priority need scheduling-parameter "
     "changes during a program",
     "old-grammar": "exec/period/deadline/lock_order/resources is the grammar of rt-app "
-    "before version 1 (the merge/ examples); its lock_order takes mutexes, which the "
-    "engine does not have",
+    "before version 1 (the merge/ examples); it is not translated to the current one",
 }
 
 _POLICIES = ("SCHED_OTHER", "SCHED_IDLE", "SCHED_RR", "SCHED_FIFO", "SCHED_DEADLINE")
@@ -192,6 +181,8 @@ class RtAppWorkload:
             for ph in prog.get("phases") or []:
                 if "compute_ms" in ph:
                     ph["compute_ms"] = _round(ph["compute_ms"] * factor)
+                if ph.get("cpus") == "all":  # rt-app's default: every CPU
+                    ph["cpus"] = list(range(len(speeds)))
             if prog.get("name") in self.endless and prog.get("kind") == "phases":
                 prog["loops"] = _endless_loops(prog["phases"], duration, fastest)
         return {
@@ -404,7 +395,7 @@ def _translate(doc: Any, source: str) -> RtAppWorkload:
         c.bad("global.default_policy", f"{default_policy!r} is not one of {', '.join(_POLICIES)}")
         default_policy = "SCHED_OTHER"
 
-    barrier_users: dict[str, set[str]] = {}
+    refs = _Refs.scan(tasks, c)
     programs = []
     endless = []
     for name, task in tasks.items:
@@ -412,16 +403,40 @@ def _translate(doc: Any, source: str) -> RtAppWorkload:
         if not isinstance(task, _Pairs):
             c.bad(where, "expected an object")
             continue
-        prog = _task(name, task, where, duration_s, str(default_policy), c, barrier_users)
+        prog = _task(name, task, where, duration_s, str(default_policy), c, refs)
         if prog is not None:
             if prog.pop("_endless", False):
                 endless.append(name)
             programs.append(prog)
-    for barrier, users in sorted(barrier_users.items()):
-        if len(users) > 1:
-            c.refuse(
-                f"tasks.{{{','.join(sorted(users))}}}", "shared-barrier", f"barrier {barrier!r}"
-            )
+            if name in refs.forked and prog.get("threads", 0) > 0 and not prog.get("forked"):
+                # rt-app's fork creates one more thread of the task while its own
+                # threads run: a forked copy of one thread.
+                copy_ = copy.deepcopy(prog)
+                copy_.update(name=f"{name}+fork", threads=1, forked=True)
+                copy_.pop("start_ms", None)
+                if name in endless:
+                    endless.append(copy_["name"])
+                programs.append(copy_)
+                c.notes.append(
+                    f"tasks.{name}: forked while its own threads run: the forks start "
+                    f"'{name}+fork', one thread each; a fork while that copy still runs "
+                    "starts it again when it ends (hetsched's instances do not overlap)"
+                )
+    # A fork names the task: its forked program, or the forked copy of a task
+    # whose own threads start with the run.
+    by_name = {p["name"]: p for p in programs}
+    for prog in programs:
+        for ph in prog.get("phases") or []:
+            target = ph.get("fork")
+            if target is None:
+                continue
+            if by_name.get(target, {}).get("forked"):
+                continue
+            if f"{target}+fork" in by_name:
+                ph["fork"] = f"{target}+fork"
+            else:
+                c.bad(f"tasks.{prog['name']}", f"forks {target!r}, which creates no thread")
+    c.notes = list(dict.fromkeys(c.notes))
     if c.problems:
         listed = "\n  - ".join(c.problems)
         if len(c.refused) == len(c.problems):
@@ -471,6 +486,41 @@ def _sched(
     return str(policy), prio, dl
 
 
+class _Refs:
+    """What the tasks name across the file: the tasks that are forked, the
+    tasks that name each timer ref and its period."""
+
+    def __init__(self) -> None:
+        self.forked: set[str] = set()
+        self.timer_users: dict[str, set[str]] = {}
+        self.timer_period: dict[str, float] = {}
+
+    @classmethod
+    def scan(cls, tasks: _Pairs, c: _Collect) -> _Refs:
+        r = cls()
+        names = [n for n, _ in tasks.items]
+
+        def walk(obj: _Pairs, task: str) -> None:
+            for key, value in obj.items:
+                ev = _event_type(key)
+                if key == "phases" and isinstance(value, _Pairs):
+                    for _, ph in value.items:
+                        if isinstance(ph, _Pairs):
+                            walk(ph, task)
+                elif ev == "fork" and isinstance(value, str):
+                    if value in names:
+                        r.forked.add(value)
+                elif ev == "timer" and isinstance(value, _Pairs):
+                    ref = value.get("ref", "unique")
+                    if isinstance(ref, str) and not ref.startswith("unique"):
+                        r.timer_users.setdefault(ref, set()).add(task)
+
+        for name, task in tasks.items:
+            if isinstance(task, _Pairs):
+                walk(task, name)
+        return r
+
+
 def _task(
     name: str,
     task: _Pairs,
@@ -478,7 +528,7 @@ def _task(
     duration_s: float,
     default_policy: str,
     c: _Collect,
-    barrier_users: dict[str, set[str]],
+    refs: _Refs,
 ) -> dict[str, Any] | None:
     props: dict[str, Any] = {}
     events: list[tuple[str, str, Any, str]] = []  # (type, key, value, where) of the task body
@@ -515,11 +565,12 @@ def _task(
     _groups_and_clamps(props, where, c)
     task_sched = _sched(props, where, default_policy, c)
 
-    # The body: the task's own events, or its phases (each looped).
+    # The body: the task's own events, or its phases (each looped), each
+    # phase opened by a ("cpus", ...) marker with the CPUs rt-app gives it.
     phases_spec = props.get("phases")
     body: list[tuple[str, str, Any, str]] = []
     phase_count = 0
-    phase_cpus: list[tuple[str, list[int] | None]] = []
+    phase_cpus: list[list[int] | None] = []
     if phases_spec is not None:
         if events:
             c.bad(where, "give events either in the task or in its phases, not both")
@@ -551,19 +602,33 @@ def _task(
                     if _sched(merged, pwhere, default_policy, c) != task_sched:
                         c.refuse(pwhere, "phase-policy", "a policy or priority of its own")
                 pc = _cpus(pprops["cpus"], f"{pwhere}.cpus", c) if "cpus" in pprops else None
-                phase_cpus.append((pwhere, pc if pc is not None else task_cpus))
+                eff = pc if pc is not None else task_cpus
+                phase_cpus.append(eff)
                 if len(pevents) * loop > MAX_PHASES:
                     c.bad(pwhere, f"{loop} loops of {len(pevents)} events is too many")
                     loop = 1
+                body.append(("cpus", "cpus", eff, pwhere))
                 body += pevents * int(loop)
     else:
         body = events
+    # rt-app sets each phase's CPUs as it begins (the phase's, else the
+    # task's, else all): the program starts on the first phase's, and a
+    # phase whose CPUs differ from the phase before it (the last one, for
+    # the first) changes them.
+    changing = len({tuple(cs) if cs is not None else None for cs in phase_cpus}) > 1
     if phase_cpus:
-        distinct = {tuple(cs) if cs is not None else None for _, cs in phase_cpus}
-        if len(distinct) > 1:
-            c.refuse(f"{where}.phases", "phase-cpus", "cpus that change from phase to phase")
-        else:
-            task_cpus = phase_cpus[0][1]
+        task_cpus = phase_cpus[0]
+        kept = []
+        n = len(phase_cpus)
+        k = 0
+        for item in body:
+            if item[0] == "cpus":
+                if changing and phase_cpus[k] != phase_cpus[k - 1 if k else n - 1]:
+                    kept.append(item)
+                k += 1
+            else:
+                kept.append(item)
+        body = kept
     if task_cpus is not None:
         prog["affinity"] = task_cpus
 
@@ -571,24 +636,35 @@ def _task(
     pwhere = f"{where}.policy" if "policy" in props else f"{where} (global.default_policy)"
     if policy != "SCHED_OTHER":
         c.refuse(pwhere, policy)
-    elif dl.get("dl-runtime"):
-        c.refuse(f"{where}.dl-runtime", "custom-slice", "dl-runtime on SCHED_OTHER")
     else:
-        if dl:
-            c.notes.append(f"{where}: {', '.join(dl)} ignored: the kernel ignores them for "
-                           "SCHED_OTHER without dl-runtime")  # fmt: skip
+        runtime = dl.get("dl-runtime")
+        if runtime:
+            if not _is_num(runtime) or runtime < 0:
+                c.bad(f"{where}.dl-runtime", "expected nanoseconds >= 0")
+            else:
+                # The kernel clamps a SCHED_OTHER custom slice to 0.1-100 ms.
+                ms = runtime / 1e6
+                slice_ms = min(100.0, max(0.1, ms))
+                if slice_ms != ms:
+                    c.notes.append(
+                        f"{where}.dl-runtime: {runtime} ns is clamped to {slice_ms:g} ms as "
+                        "the kernel clamps a custom slice (0.1-100 ms)"
+                    )
+                prog["slice_ms"] = _round(slice_ms)
+        others = [k for k in dl if k != "dl-runtime"]
+        if others:
+            c.notes.append(f"{where}: {', '.join(others)} ignored: the kernel ignores them for "
+                           "SCHED_OTHER")  # fmt: skip
         if prio is not None:
             if not -20 <= prio <= 19:
                 c.bad(f"{where}.priority", "a SCHED_OTHER priority is a nice value -20..19")
             else:
                 prog["nice"] = int(prio)
 
-    for ev, key, value, w in body:
-        if ev == "barrier" and isinstance(value, str):
-            barrier_users.setdefault(value, set()).add(name)
-        if ev not in ("run", "sleep", "barrier", "timer"):
+    for ev, key, _value, w in body:
+        if ev in REFUSED:
             c.refuse(f"{w}.{key}", ev, f"event {ev!r}")
-    if not body:
+    if not [e for e in body if e[0] != "cpus"]:
         c.bad(where, "no events (give run, sleep, barrier or timer events)")
     if len(body) > MAX_PHASES:
         c.bad(where, f"{len(body)} events after expanding phase loops is too many")
@@ -598,34 +674,37 @@ def _task(
         loop = 1
     if len(c.problems) > n0:
         return None
-    if instance == 0:
+    forked = name in refs.forked and instance == 0
+    if instance == 0 and not forked:
         c.notes.append(f"{where}.instance is 0: rt-app creates no thread; left out")
         return None
     # Zero-length runs and sleeps do nothing.
-    body = [e for e in body if not (e[0] in ("run", "sleep") and _is_num(e[2]) and e[2] == 0)]
+    body = [
+        e for e in body
+        if not (e[0] in ("run", "sleep", "runtime") and _is_num(e[2]) and e[2] == 0)
+    ]  # fmt: skip
 
     timers = [i for i, (ev, *_rest) in enumerate(body) if ev == "timer"]
-    if timers:
-        return _periodic(prog, body, timers, int(instance), int(loop), phase_count, where, c)
+    if timers and not forked:
+        periodic = _periodic(prog, body, timers, int(instance), int(loop), phase_count, refs)
+        if periodic is not None:
+            return periodic
 
     phases: list[dict[str, Any]] = []
     for ev, key, value, w in body:
-        if ev in ("run", "sleep"):
-            if not _is_num(value) or value < 0:
-                c.bad(f"{w}.{key}", "expected microseconds >= 0")
-                continue
-            phases.append({"compute_ms" if ev == "run" else "sleep_ms": value / 1000.0})
-        elif ev == "barrier":
-            if not isinstance(value, str):
-                c.bad(f"{w}.{key}", "expected the barrier's name")
-                continue
-            phases.append({"barrier": True})
+        ph = _phase(name, ev, key, value, w, c, refs)
+        if ph is not None:
+            phases.append(ph)
     if len(c.problems) > n0:
         return None
-    if not phases:
+    if not any(k in ph for ph in phases for k in _TIMED):
         c.bad(where, "only zero-length events: the task does nothing")
         return None
-    prog.update(kind="phases", threads=int(instance), phases=phases)
+    prog.update(kind="phases", threads=1 if forked else int(instance), phases=phases)
+    if forked:
+        prog["forked"] = True
+        prog.pop("start_ms", None)
+        c.notes.append(f"{where}.instance is 0: started by the tasks that fork it")
     if loop == -1:
         prog["loops"] = _endless_loops(phases, duration_s, 1.0)
         prog["_endless"] = True
@@ -633,6 +712,98 @@ def _task(
     else:
         prog["loops"] = int(loop)
     return prog
+
+
+#: Phase keys that take time (a task with none of them does nothing).
+_TIMED = ("compute_ms", "sleep_ms", "run_for_ms", "timer", "suspend", "pend", "wait", "sync",
+          "lock", "shared_barrier")  # fmt: skip
+
+
+def _phase(
+    task: str, ev: str, key: str, value: Any, w: str, c: _Collect, refs: _Refs
+) -> dict[str, Any] | None:
+    """The hetsched phase of one rt-app event (None after a problem)."""
+    at = f"{w}.{key}"
+
+    def name_value(what: str) -> str | None:
+        if not isinstance(value, str) or not value:
+            c.bad(at, f"expected the {what}'s name")
+            return None
+        return value
+
+    if ev in ("run", "sleep", "runtime"):
+        if not _is_num(value) or value < 0:
+            c.bad(at, "expected microseconds >= 0")
+            return None
+        phase_key = {"run": "compute_ms", "sleep": "sleep_ms", "runtime": "run_for_ms"}[ev]
+        return {phase_key: value / 1000.0}
+    if ev == "cpus":
+        return {"cpus": value if value is not None else "all"}
+    if ev == "barrier":
+        n = name_value("barrier")
+        return None if n is None else {"shared_barrier": n}
+    if ev in ("suspend", "resume"):
+        # A bare "suspend" (workgen's shorthand) suspends on the thread's own name.
+        if ev == "suspend" and value == "":
+            return {"suspend": task}
+        n = name_value(ev)
+        return None if n is None else {ev: n}
+    if ev in ("lock", "unlock"):
+        n = name_value("mutex")
+        return None if n is None else {ev: n}
+    if ev in ("signal", "broad"):
+        n = name_value("condition")
+        return None if n is None else {ev: n}
+    if ev in ("wait", "sync"):
+        d = value.dict() if isinstance(value, _Pairs) else {}
+        ref, mutex = d.get("ref"), d.get("mutex")
+        if not isinstance(ref, str) or not ref or not isinstance(mutex, str) or not mutex:
+            c.bad(at, 'expected { "ref": condition, "mutex": mutex }')
+            return None
+        return {ev: ref, "mutex": mutex}
+    if ev == "yield":
+        return {"yield": True}
+    if ev == "fork":
+        n = name_value("task")
+        if n is None:
+            return None
+        if n not in refs.forked:
+            c.bad(at, f"no task is named {n!r}")
+            return None
+        return {"fork": n}
+    if ev == "timer":
+        d = value.dict() if isinstance(value, _Pairs) else {}
+        period = d.get("period")
+        if not _is_num(period) or period <= 0:
+            c.bad(f"{at}.period", "expected microseconds > 0")
+            return None
+        ref = d.get("ref", "unique")
+        if not isinstance(ref, str):
+            c.bad(f"{at}.ref", "expected the timer's name")
+            return None
+        mode = d.get("mode", "relative")
+        if mode not in ("relative", "absolute"):
+            c.bad(f"{at}.mode", f"expected 'relative' or 'absolute', got {mode!r}")
+            return None
+        if mode == "relative":
+            c.notes.append(
+                f"{at}: relative timer: after an overrun rt-app counts the next period from "
+                "the late wake-up; hetsched's timer ticks on from its start (the same while "
+                "no period is overrun)"
+            )
+        # A "unique" timer is the task's own; any other ref is one timer for all.
+        name = f"{task}.{ref}" if ref.startswith("unique") else ref
+        first = refs.timer_period.setdefault(name, float(period))
+        if first != period:
+            name = f"{name}@{period:g}us"
+            refs.timer_period.setdefault(name, float(period))
+            c.notes.append(
+                f"{at}: timer {ref!r} is used with periods {first:g} and {period:g} us: "
+                f"this one is the timer {name!r}"
+            )
+        return {"timer": name, "timer_ms": period / 1000.0}
+    c.bad(at, f"event {ev!r} cannot be translated")
+    return None
 
 
 def _groups_and_clamps(d: dict[str, Any], where: str, c: _Collect) -> None:
@@ -659,11 +830,11 @@ def _periodic(
     instance: int,
     loop: int,
     phase_count: int,
-    where: str,
-    c: _Collect,
+    refs: _Refs,
 ) -> dict[str, Any] | None:
-    """A timer is supported in the periodic shape: run events, then one timer
-    at the end of the loop, in the task or in its only phase."""
+    """The periodic shape (run events, then one timer of the task's own at
+    the end of the loop, in the task or in its only phase) as a ``periodic``
+    program; None when the body has another shape (it becomes phases)."""
     unit = body[: timers[0] + 1]  # one job: its runs, then the timer
     runs = unit[:-1]
     repeats = len(body) // len(unit)
@@ -671,36 +842,21 @@ def _periodic(
         body == unit * repeats and runs and all(ev == "run" for ev, *_ in runs)
         and phase_count <= 1
     )  # fmt: skip
-    _, key, timer, w = body[timers[0]]
     if not shape_ok:
-        kinds = " ".join(ev for ev, *_ in body[:12]) + (" ..." if len(body) > 12 else "")
-        c.refuse(f"{w}.{key}", "timer-in-sequence", f"a timer in the sequence {kinds!r}")
         return None
+    timer = body[timers[0]][2]
     t = timer.dict() if isinstance(timer, _Pairs) else {}
     period = t.get("period")
-    if not _is_num(period) or period <= 0:
-        c.bad(f"{w}.{key}.period", "expected microseconds > 0")
-        return None
     ref = t.get("ref", "unique")
-    if instance > 1 and not str(ref).startswith("unique"):
-        c.refuse(f"{w}.{key}.ref", "shared-timer", f"timer {ref!r} shared by {instance} instances")
-        return None
     mode = t.get("mode", "relative")
-    if mode not in ("relative", "absolute"):
-        c.bad(f"{w}.{key}.mode", f"expected 'relative' or 'absolute', got {mode!r}")
+    if not _is_num(period) or period <= 0 or mode not in ("relative", "absolute"):
+        return None  # the phases translation names the problem
+    if not isinstance(ref, str) or (not ref.startswith("unique") and (
+            instance > 1 or len(refs.timer_users.get(ref, ())) > 1)):  # fmt: skip
+        return None  # a timer shared by several threads: timer phases
+    if not all(_is_num(v) and v > 0 for _ev, _k, v, _w in runs):
         return None
-    if mode == "relative":
-        c.notes.append(
-            f"{w}.{key}: relative timer: after a job overruns its period rt-app counts the "
-            "next period from the late wake-up; hetsched releases jobs every period_ms from "
-            "the start (the same while no job overruns)"
-        )
-    work_us = 0.0
-    for _ev, rkey, value, rw in runs:
-        if not _is_num(value) or value <= 0:
-            c.bad(f"{rw}.{rkey}", "expected microseconds > 0")
-            return None
-        work_us += float(value)
+    work_us = sum(float(v) for _ev, _k, v, _w in runs)
     prog.update(
         kind="periodic", threads=instance, wcet_ms=work_us / 1000.0, period_ms=period / 1000.0
     )
@@ -711,12 +867,15 @@ def _periodic(
 
 def _endless_loops(phases: list[dict[str, Any]], duration_s: float, fastest: float) -> int:
     """Loops of a ``loop = -1`` task: more than fit in the run on the fastest
-    CPU (speed ``fastest`` × reference), so that the run's end stops it."""
+    CPU (speed ``fastest`` × reference), so that the run's end stops it: the
+    loop's computing on that CPU, sleeps and busy wall time are a lower
+    bound of its time (waits add to it)."""
     compute = sum(p.get("compute_ms", 0.0) for p in phases)
-    sleep = sum(p.get("sleep_ms", 0.0) for p in phases)
+    sleep = sum(p.get("sleep_ms", 0.0) + p.get("run_for_ms", 0.0) for p in phases)
     per_loop_ms = compute / max(fastest, 1e-9) + sleep
     if per_loop_ms <= 0:
-        return 1
+        # Only waits (timers, suspends ...): no lower bound on a loop's time.
+        return MAX_PHASES
     return min(MAX_PHASES, math.ceil(duration_s * 1000.0 / per_loop_ms) + 1)
 
 

@@ -48,7 +48,11 @@ const EXPECTED: &[(&str, &[&str], &[&str])] = &[
         &["deadline_ms", "jobs", "period_ms", "wcet_ms"],
         &["period_ms", "wcet_ms"],
     ),
-    ("phases", &["barrier_count", "loops", "phases"], &["phases"]),
+    (
+        "phases",
+        &["barrier_count", "forked", "loops", "phases"],
+        &["phases"],
+    ),
 ];
 
 /// The smallest valid fields of each kind.

@@ -567,6 +567,10 @@ pub enum ProgramPattern {
         /// Threads that a barrier waits for (phases; default all threads).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         barrier_count: Option<u32>,
+        /// Started only by other programs' `fork` phases, not at `start_ms`
+        /// (phases; default false).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forked: Option<bool>,
     },
 }
 
@@ -946,8 +950,11 @@ pub struct NiceStep {
     pub nice: i32,
 }
 
-/// One phase of a `phases` program: exactly one of `compute_ms`,
-/// `sleep_ms`, `barrier`.
+/// One phase of a `phases` program: exactly one action (`compute_ms`,
+/// `sleep_ms`, `barrier`, `run_for_ms`, `shared_barrier`, `suspend`,
+/// `resume`, `lock`, `unlock`, `wait`, `signal`, `broad`, `sync`, `post`,
+/// `pend`, `timer`, `yield`, `cpus`, `fork`) with its parameters. Names of
+/// synchronisation objects are shared by every program of the workload.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseSpec {
@@ -975,6 +982,68 @@ pub struct PhaseSpec {
     /// ISA feature this compute phase needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feature: Option<String>,
+    /// Busy this many ms of wall time, whatever the CPU, its frequency and
+    /// preemptions (rt-app `runtime`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_for_ms: Option<f64>,
+    /// Wait at this workload-wide barrier: it opens when every live thread
+    /// whose phases name it has arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_barrier: Option<String>,
+    /// Sleep until another thread resumes this name (rt-app `suspend`: a
+    /// `wait` on the condition variable of this name under the mutex of this
+    /// name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<String>,
+    /// Wake every thread suspended on this name; nothing happens if none is
+    /// (rt-app `resume`: a `broad` under the mutex of this name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<String>,
+    /// Take this mutex (sleeping while another thread holds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+    /// Release this mutex (it goes to the longest waiter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlock: Option<String>,
+    /// Wait on this condition variable, releasing `mutex` meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<String>,
+    /// The mutex of a `wait` or `sync` phase (held by the thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutex: Option<String>,
+    /// Wake the longest waiter of this condition variable (lost if none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// Wake every waiter of this condition variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broad: Option<String>,
+    /// Signal this condition variable, then wait on it with `mutex`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<String>,
+    /// Post this counting semaphore (a post with nobody pending is kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post: Option<String>,
+    /// Pend on this counting semaphore (sleep while it is zero).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pend: Option<String>,
+    /// Sleep until the next tick of this periodic timer (ticks at t0 + k ×
+    /// `timer_ms`, t0 its first arrival; a tick already past is not waited
+    /// for). One name is one timer for the whole workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer: Option<String>,
+    /// Period of the `timer`, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_ms: Option<f64>,
+    /// sched_yield (`true`).
+    #[serde(default, rename = "yield", skip_serializing_if = "Option::is_none")]
+    pub yield_: Option<bool>,
+    /// Set the thread's affinity to these CPUs from here on
+    /// (sched_setaffinity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
+    /// Start a new instance of the program of this name now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<String>,
 }
 
 /// JSON Schema of scenario files.

@@ -9,6 +9,7 @@
 
 use super::*;
 use crate::workload::patterns::{self, Pattern};
+use std::sync::Arc;
 
 pub(crate) fn build_workload(
     ws: &WorkloadSpec,
@@ -19,6 +20,15 @@ pub(crate) fn build_workload(
     let mut programs = Vec::new();
     let n = m.ncpus();
     let ms_ns = |v: f64| v * 1e6;
+    // Program names, for `fork` phases; timer periods seen so far (one name
+    // is one timer for the whole workload).
+    let names: Vec<String> = ws
+        .programs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| p.common.name.clone().unwrap_or_else(|| format!("p{i}")))
+        .collect();
+    let mut timers: BTreeMap<String, (f64, String)> = BTreeMap::new();
     for (i, p) in ws.programs.iter().enumerate() {
         let base = format!("workload.programs[{i}]");
         let kind = p.pattern.kind();
@@ -289,7 +299,23 @@ pub(crate) fn build_workload(
                 phases,
                 loops,
                 barrier_count,
+                forked,
             } => {
+                if *forked == Some(true) {
+                    if c.start_ms != 0.0 {
+                        return Err(at(
+                            format!("{base}.start_ms"),
+                            "a forked program starts when a fork phase starts it; drop start_ms",
+                        ));
+                    }
+                    if c.repeat != 1 {
+                        return Err(at(
+                            format!("{base}.repeat"),
+                            "a forked program runs one instance per fork; drop repeat",
+                        ));
+                    }
+                    prog.forked = true;
+                }
                 if phases.is_empty() {
                     return Err(at(
                         format!("{base}.phases"),
@@ -297,7 +323,19 @@ pub(crate) fn build_workload(
                     ));
                 }
                 let loops = at_least_one("loops", loops.unwrap_or(1))?;
-                let ops = phase_ops(&base, phases, m, &base_params, &mut params)?;
+                // A `cpus` phase may leave the program's affinity (as
+                // sched_setaffinity may) but not its cpuset.
+                let allowed = match &c.cpuset {
+                    Some(_) => affinity.clone(),
+                    None => CpuSet::All,
+                };
+                let cx = PhaseCx {
+                    base: &base,
+                    m,
+                    names: &names,
+                    allowed: &allowed,
+                };
+                let ops = phase_ops(&cx, phases, &base_params, &mut params, &mut timers)?;
                 if let Some(bc) = *barrier_count {
                     if !ops.contains(&Op::Barrier) {
                         return Err(at(
@@ -367,25 +405,78 @@ pub(crate) fn build_workload(
     Ok((tasks, programs))
 }
 
+/// What the phases of one program are checked against.
+struct PhaseCx<'a> {
+    /// Path of the program (`workload.programs[2]`).
+    base: &'a str,
+    m: &'a Machine,
+    /// Names of the workload's programs (fork targets).
+    names: &'a [String],
+    /// The program's cpuset, if it has one: a `cpus` phase stays within it.
+    allowed: &'a CpuSet,
+}
+
+/// The action keys of a phase, in the order the error messages list them.
+const ACTIONS: &str = "compute_ms, sleep_ms, barrier, run_for_ms, shared_barrier, suspend, \
+                       resume, lock, unlock, wait, signal, broad, sync, post, pend, timer, yield, \
+                       cpus, fork";
+
+/// A name of a synchronisation object or program: not empty.
+fn name_of(path: String, v: &str) -> Result<Arc<str>, SimError> {
+    if v.trim().is_empty() {
+        return Err(at(path, "empty name; give the object's name"));
+    }
+    Ok(Arc::from(v))
+}
+
 /// The operations of a `phases` program's phases, adding each compute
-/// phase's parameter set to `params` (identical sets shared).
+/// phase's parameter set to `params` (identical sets shared) and each timer
+/// to `timers` (name → period and where it was first given).
 fn phase_ops(
-    base: &str,
+    cx: &PhaseCx,
     phases: &[PhaseSpec],
-    m: &Machine,
     base_params: &ComputeParams,
     params: &mut Vec<ComputeParams>,
+    timers: &mut BTreeMap<String, (f64, String)>,
 ) -> Result<Vec<Op>, SimError> {
+    let m = cx.m;
     let mut ops = Vec::new();
     for (j, ph) in phases.iter().enumerate() {
-        let pp = format!("{base}.phases[{j}]");
+        let pp = format!("{}.phases[{j}]", cx.base);
+        let field = |f: &str| format!("{pp}.{f}");
+        // A `timer_ms` without `timer` (or the reverse) names what is missing.
+        match (&ph.timer, ph.timer_ms) {
+            (Some(_), None) => return Err(at(field("timer_ms"), "required with timer")),
+            (None, Some(_)) => return Err(at(field("timer"), "required with timer_ms")),
+            _ => {}
+        }
         let set = [
             ph.compute_ms.is_some(),
             ph.sleep_ms.is_some(),
             ph.barrier.is_some(),
+            ph.run_for_ms.is_some(),
+            ph.shared_barrier.is_some(),
+            ph.suspend.is_some(),
+            ph.resume.is_some(),
+            ph.lock.is_some(),
+            ph.unlock.is_some(),
+            ph.wait.is_some(),
+            ph.signal.is_some(),
+            ph.broad.is_some(),
+            ph.sync.is_some(),
+            ph.post.is_some(),
+            ph.pend.is_some(),
+            ph.timer.is_some(),
+            ph.yield_.is_some(),
+            ph.cpus.is_some(),
+            ph.fork.is_some(),
         ];
         if set.iter().filter(|x| **x).count() != 1 {
-            return Err(at(&pp, "give exactly one of compute_ms, sleep_ms, barrier"));
+            return Err(at(&pp, format!("give exactly one of {ACTIONS}")));
+        }
+        let cond_with_mutex = ph.wait.is_some() || ph.sync.is_some();
+        if ph.mutex.is_some() && !cond_with_mutex {
+            return Err(at(field("mutex"), "applies to wait and sync phases only"));
         }
         if let Some(c) = ph.compute_ms {
             positive(&format!("{pp}.compute_ms"), c)?;
@@ -419,32 +510,190 @@ fn phase_ops(
                 work: c * 1e6,
                 param: idx as u32,
             });
-        } else {
-            if ph.class.is_some()
-                || ph.mem.is_some()
-                || ph.ipc.is_some()
-                || ph.miss_ratio.is_some()
-                || ph.feature.is_some()
-            {
-                return Err(at(
-                    &pp,
-                    "class, mem, ipc, miss_ratio and feature apply to compute phases only",
-                ));
+            continue;
+        }
+        if ph.class.is_some()
+            || ph.mem.is_some()
+            || ph.ipc.is_some()
+            || ph.miss_ratio.is_some()
+            || ph.feature.is_some()
+        {
+            return Err(at(
+                &pp,
+                "class, mem, ipc, miss_ratio and feature apply to compute phases only",
+            ));
+        }
+        let mutex = || -> Result<Arc<str>, SimError> {
+            match &ph.mutex {
+                Some(mx) => name_of(field("mutex"), mx),
+                None => Err(at(
+                    field("mutex"),
+                    if ph.wait.is_some() {
+                        "required with wait"
+                    } else {
+                        "required with sync"
+                    },
+                )),
             }
-            if let Some(s) = ph.sleep_ms {
-                finite_in(&format!("{pp}.sleep_ms"), s, 0.0, 1e10, "0 or more ms")?;
-                ops.push(Op::Sleep {
-                    ns: SimTime::from_ms_f64(s).0,
-                });
-            } else if ph.barrier == Some(true) {
-                ops.push(Op::Barrier);
-            } else {
+        };
+        let op = if let Some(s) = ph.sleep_ms {
+            finite_in(&format!("{pp}.sleep_ms"), s, 0.0, 1e10, "0 or more ms")?;
+            Op::Sleep {
+                ns: SimTime::from_ms_f64(s).0,
+            }
+        } else if let Some(b) = ph.barrier {
+            if !b {
                 return Err(at(
                     format!("{pp}.barrier"),
                     "false is not a phase; use barrier = true or drop the phase",
                 ));
             }
-        }
+            Op::Barrier
+        } else if let Some(r) = ph.run_for_ms {
+            positive(&field("run_for_ms"), r)?;
+            finite_in(&field("run_for_ms"), r, 0.0, 1e10, "0 to 1e10 ms")?;
+            Op::RunFor {
+                ns: SimTime::from_ms_f64(r).0,
+            }
+        } else if let Some(n) = &ph.shared_barrier {
+            Op::SharedBarrier {
+                name: name_of(field("shared_barrier"), n)?,
+            }
+        } else if let Some(n) = &ph.suspend {
+            // rt-app's suspend: a wait on the condition variable of that
+            // name, under the mutex of that name.
+            let x = name_of(field("suspend"), n)?;
+            ops.push(Op::Lock { mutex: x.clone() });
+            ops.push(Op::Wait {
+                cond: x.clone(),
+                mutex: x.clone(),
+            });
+            Op::Unlock { mutex: x }
+        } else if let Some(n) = &ph.resume {
+            // rt-app's resume: a broadcast on that condition variable, under
+            // the mutex of that name.
+            let x = name_of(field("resume"), n)?;
+            ops.push(Op::Lock { mutex: x.clone() });
+            ops.push(Op::Broad { cond: x.clone() });
+            Op::Unlock { mutex: x }
+        } else if let Some(n) = &ph.lock {
+            Op::Lock {
+                mutex: name_of(field("lock"), n)?,
+            }
+        } else if let Some(n) = &ph.unlock {
+            Op::Unlock {
+                mutex: name_of(field("unlock"), n)?,
+            }
+        } else if let Some(n) = &ph.wait {
+            Op::Wait {
+                cond: name_of(field("wait"), n)?,
+                mutex: mutex()?,
+            }
+        } else if let Some(n) = &ph.signal {
+            Op::Signal {
+                cond: name_of(field("signal"), n)?,
+            }
+        } else if let Some(n) = &ph.broad {
+            Op::Broad {
+                cond: name_of(field("broad"), n)?,
+            }
+        } else if let Some(n) = &ph.sync {
+            Op::SyncWait {
+                cond: name_of(field("sync"), n)?,
+                mutex: mutex()?,
+            }
+        } else if let Some(n) = &ph.post {
+            Op::Post {
+                sem: name_of(field("post"), n)?,
+            }
+        } else if let Some(n) = &ph.pend {
+            Op::Pend {
+                sem: name_of(field("pend"), n)?,
+            }
+        } else if let (Some(n), Some(p)) = (&ph.timer, ph.timer_ms) {
+            let name = name_of(field("timer"), n)?;
+            positive(&field("timer_ms"), p)?;
+            finite_in(&field("timer_ms"), p, 0.0, 1e10, "0 to 1e10 ms")?;
+            let ns = SimTime::from_ms_f64(p).0;
+            if ns == 0 {
+                return Err(at(field("timer_ms"), format!("{p} ms is below 1 ns")));
+            }
+            match timers.get(n.as_str()) {
+                Some((q, wh)) if *q != p => {
+                    return Err(at(
+                        field("timer_ms"),
+                        format!(
+                            "timer \"{n}\" has period {q} ms at {wh}; one timer has one period \
+                             (give this one another name)"
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    timers.insert(n.clone(), (p, field("timer_ms")));
+                }
+            }
+            Op::Timer {
+                name,
+                period_ns: ns,
+            }
+        } else if let Some(y) = ph.yield_ {
+            if !y {
+                return Err(at(
+                    field("yield"),
+                    "false is not a phase; use yield = true or drop the phase",
+                ));
+            }
+            Op::Yield
+        } else if let Some(list) = &ph.cpus {
+            let n = m.ncpus();
+            if list.is_empty() {
+                return Err(at(field("cpus"), "empty list; give at least one cpu"));
+            }
+            for (k, &c) in list.iter().enumerate() {
+                if c as usize >= n {
+                    return Err(at(
+                        format!("{pp}.cpus[{k}]"),
+                        format!("cpu {c} does not exist (machine has {n} cpus: 0-{})", n - 1),
+                    ));
+                }
+                if !cx.allowed.contains(c as usize) {
+                    return Err(at(
+                        format!("{pp}.cpus[{k}]"),
+                        format!(
+                            "cpu {c} is outside the program's cpuset {:?}",
+                            cx.allowed.to_vec(n)
+                        ),
+                    ));
+                }
+            }
+            let mut v: Vec<usize> = list.iter().map(|&c| c as usize).collect();
+            v.sort_unstable();
+            v.dedup();
+            Op::Cpus { cpus: v.into() }
+        } else if let Some(f) = &ph.fork {
+            let name = name_of(field("fork"), f)?;
+            let hits = cx.names.iter().filter(|x| x.as_str() == f.as_str()).count();
+            if hits == 0 {
+                return Err(at(
+                    field("fork"),
+                    format!(
+                        "no program is named \"{f}\"; known: {}",
+                        cx.names.join(", ")
+                    ),
+                ));
+            }
+            if hits > 1 {
+                return Err(at(
+                    field("fork"),
+                    format!("{hits} programs are named \"{f}\"; a forked program needs a unique name"),
+                ));
+            }
+            Op::Fork { program: name }
+        } else {
+            unreachable!("exactly one action is set")
+        };
+        ops.push(op);
     }
     Ok(ops)
 }

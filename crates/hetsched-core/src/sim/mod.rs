@@ -46,6 +46,8 @@ enum Ev {
     AgentSample { idx: u32 },
     Dyn(dynamic::DynEv),
     Slice { cpu: u32, gen: u32 },
+    /// The wall-time end of a `run_for` phase (`sync.rs`).
+    RunEnd { task: u32, gen: u32 },
     End,
 }
 
@@ -237,6 +239,8 @@ pub struct Engine {
     interrupted: Option<Interrupt>,
     /// The util_est channel between the host scheduler and the governor.
     util: crate::policy::governors::UtilChannel,
+    /// Synchronisation objects and fork state (`sync.rs`).
+    sync: sync::SyncState,
 }
 
 /// Whose context [`Engine::ctx`] builds.
@@ -262,6 +266,7 @@ struct Policies<'a> {
 pub mod dsq;
 pub mod dynamic;
 mod idle_wait;
+mod sync;
 mod vm;
 
 const HASH_K: u64 = 0x517c_c1b7_2722_0a95;
@@ -325,7 +330,9 @@ impl Engine {
             n,
             crate::policy::governors::is_schedutil(s.governor.name()),
         );
+        let sync = sync::SyncState::new(&s.tasks, &s.programs);
         let mut e = Engine {
+            sync,
             util,
             cpus: vec![CpuRt::default(); n],
             current: vec![None; n],
@@ -1531,7 +1538,7 @@ impl Engine {
         if self.progs[p].live == 0 {
             self.program_done(p);
         }
-        Ok(())
+        self.sync_exited(t)
     }
 
     fn program_done(&mut self, p: usize) {
@@ -1552,7 +1559,7 @@ impl Engine {
                 EventClass::Wake,
                 Ev::ProgramStart { prog: p as u32 },
             );
-        } else {
+        } else if !self.sync_program_done(p) {
             self.programs_done += 1;
             if self.stop_when_done && self.programs_done == self.progs.len() {
                 self.q.push(self.now, EventClass::End, Ev::End);
@@ -1561,6 +1568,7 @@ impl Engine {
     }
 
     fn start_program(&mut self, p: usize) -> Result<(), SimError> {
+        self.sync_instance_start(p);
         let now = self.now;
         let nthreads = self.progs[p].threads.len();
         {
@@ -1737,6 +1745,18 @@ impl Engine {
                         return self.sleep_until(t, at);
                     }
                 }
+                other => {
+                    // rt-app's operations act when the thread runs: a woken
+                    // or new thread first gets a CPU (`sync.rs`).
+                    if self.tasks[t].state != TaskState::Running {
+                        self.begin_compute(t, 0.0, 0);
+                        return self.need_cpu(t);
+                    }
+                    self.tasks[t].pc += 1;
+                    if self.sync_op(t, other)? {
+                        return Ok(());
+                    }
+                }
             }
         }
     }
@@ -1878,6 +1898,9 @@ impl Engine {
             self.q.push(p, EventClass::Sample, Ev::GovSample);
         }
         for p in 0..self.progs.len() {
+            if self.sync_forked_only(p) {
+                continue;
+            }
             let at = self.progs[p].start;
             self.q
                 .push(at, EventClass::Wake, Ev::ProgramStart { prog: p as u32 });
@@ -2043,7 +2066,7 @@ impl Engine {
                 .and_then(task_prog)
         };
         let one = match *ev {
-            Ev::Wake { task, .. } => task_prog(task as usize),
+            Ev::Wake { task, .. } | Ev::RunEnd { task, .. } => task_prog(task as usize),
             Ev::ProgramStart { prog } => Some(prog as usize),
             Ev::Complete { cpu, .. } | Ev::Tick { cpu, .. } | Ev::Slice { cpu, .. } => {
                 cpu_prog(cpu)
@@ -2216,6 +2239,11 @@ impl Engine {
             Ev::Dyn(d) => self.handle_dyn(d)?,
             Ev::Slice { cpu, gen } => {
                 if !self.dsq_slice_expired(cpu as usize, gen) {
+                    return Ok(false);
+                }
+            }
+            Ev::RunEnd { task, gen } => {
+                if !self.run_for_end(task as usize, gen)? {
                     return Ok(false);
                 }
             }

@@ -4,7 +4,10 @@
 //! reference work (with a class, memory intensity, IPC, cache behaviour and
 //! optionally an ISA feature), sleep, wait at the program's barrier, pull
 //! chunks from the program's shared work queue until it is empty, or end a
-//! periodic job and wait for the next release. The program patterns of the
+//! periodic job and wait for the next release; and rt-app's operations:
+//! busy for a wall time, workload-wide barriers, mutexes, condition
+//! variables (rt-app's suspend/resume are built of these), semaphores,
+//! periodic timers, yield, affinity changes and forks (their objects and logic are in `sim/sync.rs`). The program patterns of the
 //! papers (sequential, static data-parallel, dynamic binding, fork-join,
 //! process pools, periodic real-time tasks) are generated from these in
 //! [`patterns`], from values the configuration layer has validated.
@@ -12,6 +15,7 @@
 pub mod patterns;
 
 use crate::time::SimTime;
+use std::sync::Arc;
 
 /// One operation of a thread.
 #[allow(missing_docs)]
@@ -30,6 +34,37 @@ pub enum Op {
     /// End of a periodic job: record its response time, then sleep until the
     /// next release.
     WaitPeriod,
+    /// Busy for `ns` of wall time on whatever CPU and frequency, preempted
+    /// or not (rt-app `runtime`).
+    RunFor { ns: u64 },
+    /// Wait at the workload-wide barrier `name`: it opens when every live
+    /// thread whose operations name it has arrived.
+    SharedBarrier { name: Arc<str> },
+    /// Take `mutex`, sleeping while another thread holds it.
+    Lock { mutex: Arc<str> },
+    /// Release `mutex`, handing it to its longest waiter.
+    Unlock { mutex: Arc<str> },
+    /// Release `mutex`, wait for a signal on `cond`, take `mutex` again.
+    Wait { cond: Arc<str>, mutex: Arc<str> },
+    /// Wake the longest waiter of `cond`; lost if none waits.
+    Signal { cond: Arc<str> },
+    /// Wake every waiter of `cond`.
+    Broad { cond: Arc<str> },
+    /// Signal `cond`, then wait on it with `mutex` (rt-app `sync`).
+    SyncWait { cond: Arc<str>, mutex: Arc<str> },
+    /// Add one to the semaphore `sem`, or wake its longest waiter.
+    Post { sem: Arc<str> },
+    /// Take one from the semaphore `sem`, sleeping while it is zero.
+    Pend { sem: Arc<str> },
+    /// Sleep until the next tick of the workload-wide periodic timer `name`
+    /// (period `period_ns`, absolute ticks from its first arrival).
+    Timer { name: Arc<str>, period_ns: u64 },
+    /// sched_yield.
+    Yield,
+    /// Set the thread's affinity to these CPUs from here on.
+    Cpus { cpus: Arc<[usize]> },
+    /// Start a new instance of the program `program` (by name) now.
+    Fork { program: Arc<str> },
 }
 
 /// Parameters of a compute phase.
@@ -104,6 +139,8 @@ pub struct Program {
     /// `(after, nice)`: from instance `after` (0-based) on, the threads run
     /// at this nice value (ascending `after`).
     pub nice_schedule: Vec<(u32, i32)>,
+    /// Started only by `fork` operations (not at `start`).
+    pub forked: bool,
 }
 
 impl Program {
@@ -135,6 +172,7 @@ impl Program {
             jitter: 0.0,
             completions: vec![],
             nice_schedule: vec![],
+            forked: false,
         }
     }
 }
