@@ -62,8 +62,9 @@ pub(in crate::policy) const FIT_MARGIN: f64 = 1.25;
 pub(in crate::policy) const UTIL_EST_MARGIN: u32 = 1024 / 100;
 /// `UTIL_EST_WEIGHT_SHIFT`: new samples weigh 1/4 in the EWMA.
 pub(in crate::policy) const UTIL_EST_WEIGHT_SHIFT: u32 = 2;
-/// A new task's utilisation: half the scale (`post_init_entity_util_avg` on
-/// an idle system).
+/// A new task's utilisation in `cfs`'s entries: half the scale
+/// (`post_init_entity_util_avg` on an idle CPU of the full scale). `eevdf`
+/// follows the kernel instead (see [`CapAware::post_init`]).
 pub(in crate::policy) const NEW_TASK_UTIL: f64 = 512.0;
 
 /// `UCLAMP_BUCKETS`: the default of `CONFIG_UCLAMP_BUCKETS_COUNT`.
@@ -311,6 +312,10 @@ pub(in crate::policy) struct CapAware {
     /// Publish the runqueues' clamps for `schedutil` (the governor is
     /// `schedutil`).
     uc_publish: bool,
+    /// A new task's utilisation as the kernel sets it: 0 while its first CPU
+    /// is chosen, then `post_init_entity_util_avg` on that CPU (`eevdf`);
+    /// else [`NEW_TASK_UTIL`] from the start (`cfs`'s entries).
+    post_init_util: bool,
 }
 
 impl CapAware {
@@ -333,6 +338,7 @@ impl CapAware {
             uc_used: false,
             uc_rq: vec![UclampRq::default(); n],
             uc_publish: false,
+            post_init_util: false,
         }
     }
 
@@ -369,8 +375,27 @@ impl CapAware {
         &mut self.load[t]
     }
 
-    /// First enqueue of `t`: a new task starts at half the scale. Whether it
-    /// was the first.
+    /// Give new tasks the kernel's initial utilisation (see
+    /// [`CapAware::post_init`]) instead of [`NEW_TASK_UTIL`].
+    pub(in crate::policy) fn set_post_init_util(&mut self) {
+        self.post_init_util = true;
+    }
+
+    /// A task not enqueued yet counts as this utilisation while its first CPU
+    /// is chosen: 0 in the kernel (`init_entity_runnable_average` leaves
+    /// `util_avg` at 0 until `post_init_entity_util_avg`, which runs after
+    /// `select_task_rq` in `wake_up_new_task`), else [`NEW_TASK_UTIL`].
+    fn unseen_util(&self) -> f64 {
+        if self.post_init_util {
+            0.0
+        } else {
+            NEW_TASK_UTIL
+        }
+    }
+
+    /// First enqueue of `t`: a new task starts at half the scale (with
+    /// `post_init_util`, the scheduler then calls [`CapAware::post_init`]).
+    /// Whether it was the first.
     pub(in crate::policy) fn first_seen(&mut self, t: TaskId, now: SimTime) -> bool {
         let l = self.at(t);
         if l.seen {
@@ -380,6 +405,35 @@ impl CapAware {
         l.util = NEW_TASK_UTIL;
         l.util_at = now;
         true
+    }
+
+    /// `post_init_entity_util_avg` for new task `t` of weight `weight`
+    /// placed on `cpu`, whose runnable tasks have utilisation `rq_util` and
+    /// weights summing to `rq_load` (the model's stand-ins for the
+    /// runqueue's PELT `util_avg` and `load_avg`): half the CPU's spare
+    /// original capacity, `cap = (capacity − rq_util) / 2`; on a busy CPU
+    /// the task's share of the runqueue's utilisation by weight,
+    /// `rq_util × weight / (rq_load + 1)`, at most `cap`; 0 when `cap ≤ 0`.
+    pub(in crate::policy) fn post_init(
+        &mut self,
+        cx: &Ctx,
+        t: TaskId,
+        cpu: CpuId,
+        weight: u64,
+        rq_util: f64,
+        rq_load: u64,
+    ) {
+        let half = (Self::cap_orig(cx, cpu) as f64 - rq_util) / 2.0;
+        let util = if half <= 0.0 {
+            0.0
+        } else if rq_util > 0.0 {
+            (rq_util * weight as f64 / (rq_load + 1) as f64).min(half)
+        } else {
+            half
+        };
+        let l = self.at(t);
+        l.util = util.floor(); // the kernel's util_avg is an integer
+        l.util_at = cx.now;
     }
 
     /// Bring `t`'s utilisation up to `now`; `running_on` is the CPU it ran on
@@ -397,7 +451,7 @@ impl CapAware {
     pub(in crate::policy) fn util_now(&self, cx: &Ctx, t: TaskId) -> f64 {
         match self.load.get(t) {
             Some(l) if l.seen => l.util * pelt_decay(cx.now.since(l.util_at)),
-            _ => NEW_TASK_UTIL, // a new task (see `first_seen`)
+            _ => self.unseen_util(), // a new task (see `first_seen`)
         }
     }
 
