@@ -52,7 +52,11 @@ fn uclamp_min_raises_the_request_to_the_pstate_that_covers_it() {
         // Without a clamp: 1.25 × ~100 / 1024 of 1000 MHz is about 125 MHz;
         // after the start at 1000 MHz schedutil stays at 200 and 400 MHz.
         let plain = freqs(&go(&light_task(sched, "")));
-        let late: Vec<u32> = plain.iter().filter(|f| f.0 > 100 * MS).map(|f| f.1).collect();
+        let late: Vec<u32> = plain
+            .iter()
+            .filter(|f| f.0 > 100 * MS)
+            .map(|f| f.1)
+            .collect();
         assert!(late.iter().all(|&f| f <= 400), "{sched}: {late:?}");
         // uclamp_min = 512: while the task is runnable its CPU asks for
         // max(512, 1.25 × ~100) = 512, f = 1000 × 512 / 1024 = 500 MHz, and
@@ -62,13 +66,20 @@ fn uclamp_min_raises_the_request_to_the_pstate_that_covers_it() {
         let r = go(&light_task(sched, "uclamp_min = 512"));
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
         let clamped = freqs(&r);
-        let late: Vec<u32> = clamped.iter().filter(|f| f.0 > 100 * MS).map(|f| f.1).collect();
+        let late: Vec<u32> = clamped
+            .iter()
+            .filter(|f| f.0 > 100 * MS)
+            .map(|f| f.1)
+            .collect();
         assert_eq!(late.iter().max(), Some(&600), "{sched}: {late:?}");
         let ups = late.iter().filter(|&&f| f == 600).count();
         let downs = late.iter().filter(|&&f| f < 600).count();
         // One burst every ~10 ms over 400 ms: about 40 raises, each followed
         // by a drop when the clamped task sleeps.
-        assert!(ups >= 35 && downs >= ups - 1, "{sched}: {ups} up, {downs} down");
+        assert!(
+            ups >= 35 && downs >= ups - 1,
+            "{sched}: {ups} up, {downs} down"
+        );
         // The bursts run at 600 MHz (1 ms of work in 1.67 ms) instead of
         // 200 or 400 MHz (5 or 2.5 ms): less CPU time for the same work.
         let run = |r: &RunResults| r.tasks[0].run_s;
@@ -143,7 +154,10 @@ fn bad_clamps_are_named() {
     let e = err(&text("uclamp_max = 2000"));
     assert!(e.contains("uclamp_max") && e.contains("0 to 1024"), "{e}");
     let e = err(&text("uclamp_min = 600\nuclamp_max = 300"));
-    assert!(e.contains("uclamp_min") && e.contains("uclamp_max (300)"), "{e}");
+    assert!(
+        e.contains("uclamp_min") && e.contains("uclamp_max (300)"),
+        "{e}"
+    );
     let e = err(&text("uclamp_min = -1"));
     assert!(e.contains("uclamp_min"), "{e}");
 }

@@ -360,9 +360,11 @@ pub(crate) fn build_workload(
                 nice: c.nice,
                 weight,
                 slice_ns: c.slice_ms.map(|s| (s * 1e6).round() as u64),
-                uclamp: (c.uclamp_min.is_some() || c.uclamp_max.is_some()).then(|| crate::os::Uclamp {
-                    min: c.uclamp_min.unwrap_or(0),
-                    max: c.uclamp_max.unwrap_or(1024),
+                uclamp: (c.uclamp_min.is_some() || c.uclamp_max.is_some()).then(|| {
+                    crate::os::Uclamp {
+                        min: c.uclamp_min.unwrap_or(0),
+                        max: c.uclamp_max.unwrap_or(1024),
+                    }
                 }),
                 remaining: 0.0,
                 param: 0,
