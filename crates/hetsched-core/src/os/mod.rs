@@ -179,6 +179,9 @@ pub struct Task {
     /// `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task);
     /// `None`: the scheduler's base slice.
     pub slice_ns: Option<u64>,
+    /// Utilisation clamps requested for it (the program's `uclamp_min` and
+    /// `uclamp_max`, what `sched_setattr()` sets); `None`: none requested.
+    pub uclamp: Option<Uclamp>,
     /// Remaining reference work of the current compute phase.
     pub remaining: f64,
     /// Index of the current compute parameters in the program's table.
@@ -205,6 +208,16 @@ pub struct Task {
     pub pending_stall: u64,
     /// Counters.
     pub c: Counters,
+}
+
+/// A task's utilisation clamps (`uclamp_min`, `uclamp_max`), in capacity
+/// units (0 to 1024, `min <= max`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Uclamp {
+    /// Minimum: a performance request.
+    pub min: u32,
+    /// Maximum: a performance cap.
+    pub max: u32,
 }
 
 /// A validated cpuset.

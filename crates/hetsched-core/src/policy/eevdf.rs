@@ -353,13 +353,15 @@ impl Eevdf {
             name = format!("{entry}[{}]", parts.join(","));
         }
         let n = m.ncpus();
-        let cap = CapAware::new(
+        let mut cap = CapAware::new(
             n,
             p.bool("capacity_aware")?,
             p.bool("eas")?,
             p.bool("util_est")?,
             p.bool("fits_at_fmax")?,
         );
+        // A new task's utilisation as Linux 4.7+ sets it.
+        cap.set_post_init_util();
         Ok(Eevdf {
             name,
             f,
@@ -966,6 +968,20 @@ impl Scheduler for Eevdf {
         let first = self.cap.first_seen(t, now);
         if self.cap.track && !first {
             self.cap.update(cx, t, None);
+        }
+        if first && self.cap.track {
+            // `post_init_entity_util_avg` on the CPU it was placed on.
+            let rq_util: f64 = {
+                let rq = &self.rqs[cpu];
+                let queued = rq.tree.iter().map(|e| e.2).filter(|&x| !self.se[x].delayed);
+                queued
+                    .chain(rq.curr)
+                    .filter(|&x| x != t)
+                    .map(|x| self.cap.util_now(cx, x))
+                    .sum()
+            };
+            self.cap
+                .post_init(cx, t, cpu, weight, rq_util, self.bal.load[cpu]);
         }
         self.cap.est_enqueue(cx, t, cpu);
         let resched = self.update_curr(cpu, now);

@@ -28,6 +28,7 @@
 //! sampling is deferred while a CPU sleeps; the simulator samples exactly on
 //! time, so the idle time of one evaluation never exceeds its interval.
 
+use super::fair::cap::effective_perf;
 use super::{About, Ctx, Governor, ParamDef, Params, PolicySpec};
 use crate::hw::{CpuType, Machine};
 use crate::time::SimTime;
@@ -709,6 +710,12 @@ pub(crate) struct UtilChannel {
     pub(crate) est: Vec<u32>,
     /// Whether the governor of the run is `schedutil`.
     pub(crate) schedutil: bool,
+    /// Per CPU of the host machine: its runqueue's utilisation clamps
+    /// (minimum, maximum; `uclamp_rq_get`) as the scheduler last published
+    /// them; `None` where it published none.
+    pub(crate) uclamp: Vec<Option<(u32, u32)>>,
+    /// Whether any clamp was published (uclamp is in use).
+    pub(crate) uclamp_on: bool,
 }
 
 impl UtilChannel {
@@ -718,8 +725,32 @@ impl UtilChannel {
         UtilChannel {
             est: vec![0; ncpus],
             schedutil,
+            uclamp: vec![None; ncpus],
+            uclamp_on: false,
         }
     }
+}
+
+/// Publish the utilisation clamps (minimum, maximum) of `cpu`'s runqueue
+/// for the governor (no effect outside the host's scheduler and governor).
+pub(crate) fn set_cpu_uclamp(cx: &mut Ctx, cpu: usize, v: (u32, u32)) {
+    if let Some(u) = cx.util.as_mut() {
+        if let Some(e) = u.uclamp.get_mut(cpu) {
+            *e = Some(v);
+            u.uclamp_on = true;
+        }
+    }
+}
+
+/// The utilisation clamps of `cpu`'s runqueue as the scheduler last
+/// published them: `None` while uclamp is not in use, (0, 1024) for a CPU
+/// whose runqueue never held a clamped task.
+fn cpu_uclamp(cx: &Ctx, cpu: usize) -> Option<(u32, u32)> {
+    let u = cx.util.as_ref()?;
+    if !u.uclamp_on {
+        return None;
+    }
+    Some(u.uclamp.get(cpu).copied().flatten().unwrap_or((0, 1024)))
 }
 
 /// Whether a governor named `name` (its registry name, with its parameters
@@ -759,9 +790,18 @@ pub(crate) fn is_schedutil(name: &str) -> bool {
 /// frequency at the next sample instead of after tens of milliseconds of
 /// PELT ramp-up. The sums come through the run's channel
 /// ([`Ctx::cpu_util_est`], see [`UtilChannel`]); a CPU whose sum is 0 (no
-/// util_est, or nothing queued) uses its own utilisation. Left out: iowait
-/// boost, uclamp, RT/DL utilisation, and the single-CPU rule that keeps the
-/// frequency while the CPU has not idled since the last update.
+/// util_est, or nothing queued) uses its own utilisation.
+///
+/// uclamp (`effective_cpu_util()` and `sugov_effective_cpu_perf()`): when
+/// the scheduler publishes its runqueues' clamps (a task with clamps has run,
+/// see `policy/fair/cap.rs`), a CPU of capacity `C` with utilisation `u`
+/// (capacity units) and runqueue clamps `(min, max)` asks for performance
+/// `max(min, min(1.25 × min(u, C), min(C, max)))`, and the domain's
+/// `next_f = f_max × (highest request) / C`: a minimum clamp raises the
+/// frequency to the P-state that covers it (with no 1.25 headroom), a
+/// maximum clamp caps it. Left out: iowait boost, RT/DL utilisation, and the
+/// single-CPU rule that keeps the frequency while the CPU has not idled
+/// since the last update.
 pub struct Schedutil {
     name: String,
     rate_limit: SimTime,
@@ -826,18 +866,30 @@ impl Governor for Schedutil {
         }
         for (d, dom) in m.domains.iter().enumerate() {
             let t = &m.types[dom.ty];
-            let util = dom
-                .cpus
-                .iter()
-                .map(|&c| match cx.cpu_util_est(c) {
-                    0 => self.util[c],
-                    est => {
-                        let cap = m.ty(c).capacity.max(1) as f64;
-                        self.util[c].max((est as f64 / cap).min(1.0))
-                    }
-                })
-                .fold(0.0f64, f64::max);
-            let next = (1.25 * fmax_khz(t) as f64 * util) as u64;
+            let cpu_util = |c: usize| match cx.cpu_util_est(c) {
+                0 => self.util[c],
+                est => {
+                    let cap = m.ty(c).capacity.max(1) as f64;
+                    self.util[c].max((est as f64 / cap).min(1.0))
+                }
+            };
+            let next = if cpu_uclamp(cx, dom.cpus[0]).is_some() {
+                // With the clamps: each CPU's performance request, as a
+                // fraction of its capacity.
+                let perf = dom
+                    .cpus
+                    .iter()
+                    .map(|&c| {
+                        let cap = m.ty(c).capacity.max(1);
+                        let (lo, hi) = cpu_uclamp(cx, c).unwrap_or((0, 1024));
+                        effective_perf(cpu_util(c) * cap as f64, lo, hi, cap) / cap as f64
+                    })
+                    .fold(0.0f64, f64::max);
+                (fmax_khz(t) as f64 * perf) as u64
+            } else {
+                let util = dom.cpus.iter().map(|&c| cpu_util(c)).fold(0.0f64, f64::max);
+                (1.25 * fmax_khz(t) as f64 * util) as u64
+            };
             let mhz = relation_l(t, next.clamp(fmin_khz(t), fmax_khz(t)));
             if let Some(r) = self.req.as_mut() {
                 r.set(cx, d, mhz);

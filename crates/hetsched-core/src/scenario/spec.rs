@@ -440,6 +440,20 @@ pub struct ProgramCommon {
     /// `eevdf`; default: the scheduler's base slice).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_ms: Option<f64>,
+    /// Utilisation clamp minimum of its threads, 0 to 1024 (at most
+    /// `uclamp_max`): what `sched_setattr()`'s `sched_util_min` sets. A
+    /// runqueue's minimum is the highest of its runnable tasks'; `schedutil`
+    /// runs the CPU at least at the P-state that covers it, and fit checks
+    /// take it as a performance request. Default: no clamp (0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uclamp_min: Option<u32>,
+    /// Utilisation clamp maximum of its threads, 0 to 1024 (at least
+    /// `uclamp_min`): what `sched_setattr()`'s `sched_util_max` sets. A
+    /// runqueue's maximum is the highest of its runnable tasks'; `schedutil`
+    /// asks for no more than it, and a task whose clamp fits a CPU's capacity
+    /// fits that CPU. Default: no clamp (1024).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uclamp_max: Option<u32>,
     /// Allowed CPUs (default all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Vec<u32>>,

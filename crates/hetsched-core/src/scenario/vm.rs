@@ -244,6 +244,7 @@ pub fn build_vms(
                 nice: 0,
                 weight: vs.weight as u32,
                 slice_ns: None,
+                uclamp: None,
                 remaining: 0.0,
                 param: 0,
                 pending_io: 0,

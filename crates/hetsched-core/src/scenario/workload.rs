@@ -81,6 +81,22 @@ pub(crate) fn build_workload(
                 "0.1 to 100 (ms)",
             )?;
         }
+        for (field, v) in [("uclamp_min", c.uclamp_min), ("uclamp_max", c.uclamp_max)] {
+            if let Some(v) = v.filter(|&v| v > 1024) {
+                return Err(at(
+                    format!("{base}.{field}"),
+                    format!("{v} is out of range; allowed 0 to 1024"),
+                ));
+            }
+        }
+        if let (Some(lo), Some(hi)) = (c.uclamp_min, c.uclamp_max) {
+            if lo > hi {
+                return Err(at(
+                    format!("{base}.uclamp_min"),
+                    format!("{lo} is above uclamp_max ({hi}); allowed 0 to {hi}"),
+                ));
+            }
+        }
         let mut prev_after = 0;
         for (k, step) in c.nice_schedule.iter().enumerate() {
             let sp = format!("{base}.nice_schedule[{k}]");
@@ -382,6 +398,12 @@ pub(crate) fn build_workload(
                 nice: c.nice,
                 weight,
                 slice_ns: c.slice_ms.map(|s| (s * 1e6).round() as u64),
+                uclamp: (c.uclamp_min.is_some() || c.uclamp_max.is_some()).then(|| {
+                    crate::os::Uclamp {
+                        min: c.uclamp_min.unwrap_or(0),
+                        max: c.uclamp_max.unwrap_or(1024),
+                    }
+                }),
                 remaining: 0.0,
                 param: 0,
                 pending_io: 0,

@@ -19,6 +19,19 @@
 //!   energy model, asymmetric CPU capacities and the `schedutil` governor
 //!   (`sched_energy_enabled`, `build_perf_domains`).
 //!
+//! * **uclamp** (kernel/sched/core.c of Linux 6.x, `uclamp_rq_inc`,
+//!   `uclamp_rq_dec`, `uclamp_rq_max_value`, `uclamp_idle_value`; fair.c's
+//!   `util_fits_cpu`; `effective_cpu_util` and `sugov_effective_cpu_perf`):
+//!   a task's clamps (its program's `uclamp_min`/`uclamp_max`) count on the
+//!   runqueue it is enqueued on, in one of `UCLAMP_BUCKETS` = 5 buckets per
+//!   clamp; a runqueue's clamp is the value of its highest non-empty bucket
+//!   (a bucket keeps the highest value it saw until it empties), and with
+//!   no runnable task the minimum falls to 0 while the maximum keeps the
+//!   last task's (`UCLAMP_FLAG_IDLE`). The clamps reach `schedutil` through
+//!   the run's channel and the fit checks of placement, misfit, EAS and
+//!   over-utilisation through `util_fits_cpu`. As in the kernel, uclamp is
+//!   off until a task with clamps is first enqueued (`sched_uclamp_used`).
+//!
 //! A scheduler keeps its own runqueues and calls this module's hooks at
 //! enqueue, pick, stop and tick; see `cfs.rs` and `eevdf.rs`.
 //!
@@ -49,9 +62,150 @@ pub(in crate::policy) const FIT_MARGIN: f64 = 1.25;
 pub(in crate::policy) const UTIL_EST_MARGIN: u32 = 1024 / 100;
 /// `UTIL_EST_WEIGHT_SHIFT`: new samples weigh 1/4 in the EWMA.
 pub(in crate::policy) const UTIL_EST_WEIGHT_SHIFT: u32 = 2;
-/// A new task's utilisation: half the scale (`post_init_entity_util_avg` on
-/// an idle system).
+/// A new task's utilisation in `cfs`'s entries: half the scale
+/// (`post_init_entity_util_avg` on an idle CPU of the full scale). `eevdf`
+/// follows the kernel instead (see [`CapAware::post_init`]).
 pub(in crate::policy) const NEW_TASK_UTIL: f64 = 512.0;
+
+/// `UCLAMP_BUCKETS`: the default of `CONFIG_UCLAMP_BUCKETS_COUNT`.
+pub(in crate::policy) const UCLAMP_BUCKETS: usize = 5;
+/// `UCLAMP_BUCKET_DELTA` = `DIV_ROUND_CLOSEST(1024, UCLAMP_BUCKETS)` = 205.
+pub(in crate::policy) const UCLAMP_BUCKET_DELTA: u32 =
+    (1024 + UCLAMP_BUCKETS as u32 / 2) / UCLAMP_BUCKETS as u32;
+/// `SCHED_CAPACITY_SCALE`: the capacity of the biggest CPU, and a clamp's
+/// highest value.
+pub(in crate::policy) const CAPACITY_SCALE: u32 = 1024;
+/// Index of the minimum and the maximum clamp (`UCLAMP_MIN`, `UCLAMP_MAX`).
+const UC_MIN: usize = 0;
+const UC_MAX: usize = 1;
+
+/// `uclamp_bucket_id`.
+fn uclamp_bucket_id(v: u32) -> usize {
+    ((v / UCLAMP_BUCKET_DELTA) as usize).min(UCLAMP_BUCKETS - 1)
+}
+
+/// One runqueue's clamp aggregation (`struct uclamp_rq` for both clamps and
+/// `rq->uclamp_flags`).
+#[derive(Clone, Debug)]
+pub(in crate::policy) struct UclampRq {
+    /// Per clamp, per bucket: (runnable tasks counted, the highest value).
+    bucket: [[(u32, u32); UCLAMP_BUCKETS]; 2],
+    /// Per clamp: the runqueue's value (`uclamp_rq_get`).
+    value: [u32; 2],
+    /// `UCLAMP_FLAG_IDLE`: no runnable task; the maximum is the last one's.
+    idle: bool,
+}
+
+impl Default for UclampRq {
+    /// `init_uclamp_rq`: minimum 0, maximum 1024, idle.
+    fn default() -> Self {
+        UclampRq {
+            bucket: [[(0, 0); UCLAMP_BUCKETS]; 2],
+            value: [0, CAPACITY_SCALE],
+            idle: true,
+        }
+    }
+}
+
+impl UclampRq {
+    /// `uclamp_rq_inc`: a task with effective clamps `v` becomes runnable.
+    pub(in crate::policy) fn inc(&mut self, v: [u32; 2]) {
+        for (id, &cv) in v.iter().enumerate() {
+            let b = &mut self.bucket[id][uclamp_bucket_id(cv)];
+            b.0 += 1;
+            // `uclamp_idle_reset`: the first runnable task sets the value.
+            if self.idle {
+                self.value[id] = cv;
+            }
+            if b.0 == 1 || cv > b.1 {
+                b.1 = cv;
+            }
+            if cv > self.value[id] {
+                self.value[id] = cv;
+            }
+        }
+        self.idle = false;
+    }
+
+    /// `uclamp_rq_dec`: a task counted with clamps `v` leaves.
+    pub(in crate::policy) fn dec(&mut self, v: [u32; 2]) {
+        for (id, &cv) in v.iter().enumerate() {
+            let bid = uclamp_bucket_id(cv);
+            let b = &mut self.bucket[id][bid];
+            b.0 = b.0.saturating_sub(1);
+            if b.0 > 0 {
+                continue; // a bucket keeps its value while it has tasks
+            }
+            if b.1 >= self.value[id] {
+                self.value[id] = self.max_value(id, cv);
+            }
+        }
+    }
+
+    /// `uclamp_rq_max_value`: the value of the highest non-empty bucket;
+    /// with none, `uclamp_idle_value` (the maximum keeps `last`, the
+    /// leaving task's value, and the runqueue becomes idle; the minimum is 0).
+    fn max_value(&mut self, id: usize, last: u32) -> u32 {
+        if let Some(b) = self.bucket[id].iter().rev().find(|b| b.0 > 0) {
+            return b.1;
+        }
+        if id == UC_MAX {
+            self.idle = true;
+            last
+        } else {
+            0
+        }
+    }
+
+    /// The runqueue's (minimum, maximum).
+    pub(in crate::policy) fn get(&self) -> (u32, u32) {
+        (self.value[UC_MIN], self.value[UC_MAX])
+    }
+
+    /// `uclamp_rq_is_idle`.
+    pub(in crate::policy) fn is_idle(&self) -> bool {
+        self.idle
+    }
+}
+
+/// `util_fits_cpu` (fair.c): whether utilisation `util` with clamps
+/// `(umin, umax)` fits a CPU whose capacity for the fit check is `cap`
+/// (`capacity_of`) and whose original capacity is `orig`
+/// (`arch_scale_cpu_capacity`, and `get_actual_cpu_capacity` without
+/// thermal pressure). 1: fits; 0: does not; −1: fits but for the minimum
+/// clamp, above `orig`. Without uclamp (`used` false) only the utilisation
+/// counts (`fits_capacity`).
+pub(in crate::policy) fn util_fits_cpu(
+    util: f64,
+    umin: u32,
+    umax: u32,
+    cap: f64,
+    orig: u32,
+    used: bool,
+) -> i32 {
+    let mut fits = util * FIT_MARGIN < cap;
+    if !used {
+        return fits as i32;
+    }
+    // A maximum clamp at or below the original capacity fits, except the
+    // no-clamp case on a CPU of the full scale.
+    let max_fits = !(orig == CAPACITY_SCALE && umax == CAPACITY_SCALE) && umax <= orig;
+    fits = fits || max_fits;
+    let umin = umin.min(umax);
+    if fits && util < umin as f64 && umin > orig {
+        return -1;
+    }
+    fits as i32
+}
+
+/// The performance a CPU asks for (`effective_cpu_util` with its clamps,
+/// then `sugov_effective_cpu_perf`), in capacity units of a CPU of original
+/// capacity `orig`: `max(umin, min(1.25 × min(util, orig), min(orig, umax)))`.
+pub(in crate::policy) fn effective_perf(util: f64, umin: u32, umax: u32, orig: u32) -> f64 {
+    let actual = FIT_MARGIN * util.min(orig as f64);
+    let max = (orig.min(umax) as f64).min(actual);
+    (umin as f64).max(max)
+}
 
 /// Decay factor of PELT over `dt`.
 pub(in crate::policy) fn pelt_decay(dt: SimTime) -> f64 {
@@ -87,6 +241,9 @@ struct Load {
     ewma: u32,
     /// The runqueue whose util_est sum holds this task, and what it added.
     on: Option<(CpuId, u32)>,
+    /// The runqueue whose clamps count this task, and its effective clamps
+    /// then (`uclamp_se.active` and `.value`).
+    uc_on: Option<(CpuId, [u32; 2])>,
 }
 
 /// Why EAS is off on a machine, if it is (the kernel's conditions).
@@ -148,6 +305,17 @@ pub(in crate::policy) struct CapAware {
     /// Publish the sums for `schedutil` (util_est on and the governor is
     /// `schedutil`).
     publish: bool,
+    /// `sched_uclamp_used`: a task with clamps has been enqueued.
+    uc_used: bool,
+    /// Per CPU: its runqueue's clamp aggregation.
+    uc_rq: Vec<UclampRq>,
+    /// Publish the runqueues' clamps for `schedutil` (the governor is
+    /// `schedutil`).
+    uc_publish: bool,
+    /// A new task's utilisation as the kernel sets it: 0 while its first CPU
+    /// is chosen, then `post_init_entity_util_avg` on that CPU (`eevdf`);
+    /// else [`NEW_TASK_UTIL`] from the start (`cfs`'s entries).
+    post_init_util: bool,
 }
 
 impl CapAware {
@@ -167,6 +335,10 @@ impl CapAware {
             load: Vec::new(),
             rq_est: vec![0; n],
             publish: false,
+            uc_used: false,
+            uc_rq: vec![UclampRq::default(); n],
+            uc_publish: false,
+            post_init_util: false,
         }
     }
 
@@ -193,6 +365,7 @@ impl CapAware {
             self.publish = true;
             self.track = true;
         }
+        self.uc_publish = schedutil;
     }
 
     fn at(&mut self, t: TaskId) -> &mut Load {
@@ -202,8 +375,27 @@ impl CapAware {
         &mut self.load[t]
     }
 
-    /// First enqueue of `t`: a new task starts at half the scale. Whether it
-    /// was the first.
+    /// Give new tasks the kernel's initial utilisation (see
+    /// [`CapAware::post_init`]) instead of [`NEW_TASK_UTIL`].
+    pub(in crate::policy) fn set_post_init_util(&mut self) {
+        self.post_init_util = true;
+    }
+
+    /// A task not enqueued yet counts as this utilisation while its first CPU
+    /// is chosen: 0 in the kernel (`init_entity_runnable_average` leaves
+    /// `util_avg` at 0 until `post_init_entity_util_avg`, which runs after
+    /// `select_task_rq` in `wake_up_new_task`), else [`NEW_TASK_UTIL`].
+    fn unseen_util(&self) -> f64 {
+        if self.post_init_util {
+            0.0
+        } else {
+            NEW_TASK_UTIL
+        }
+    }
+
+    /// First enqueue of `t`: a new task starts at half the scale (with
+    /// `post_init_util`, the scheduler then calls [`CapAware::post_init`]).
+    /// Whether it was the first.
     pub(in crate::policy) fn first_seen(&mut self, t: TaskId, now: SimTime) -> bool {
         let l = self.at(t);
         if l.seen {
@@ -213,6 +405,35 @@ impl CapAware {
         l.util = NEW_TASK_UTIL;
         l.util_at = now;
         true
+    }
+
+    /// `post_init_entity_util_avg` for new task `t` of weight `weight`
+    /// placed on `cpu`, whose runnable tasks have utilisation `rq_util` and
+    /// weights summing to `rq_load` (the model's stand-ins for the
+    /// runqueue's PELT `util_avg` and `load_avg`): half the CPU's spare
+    /// original capacity, `cap = (capacity − rq_util) / 2`; on a busy CPU
+    /// the task's share of the runqueue's utilisation by weight,
+    /// `rq_util × weight / (rq_load + 1)`, at most `cap`; 0 when `cap ≤ 0`.
+    pub(in crate::policy) fn post_init(
+        &mut self,
+        cx: &Ctx,
+        t: TaskId,
+        cpu: CpuId,
+        weight: u64,
+        rq_util: f64,
+        rq_load: u64,
+    ) {
+        let half = (Self::cap_orig(cx, cpu) as f64 - rq_util) / 2.0;
+        let util = if half <= 0.0 {
+            0.0
+        } else if rq_util > 0.0 {
+            (rq_util * weight as f64 / (rq_load + 1) as f64).min(half)
+        } else {
+            half
+        };
+        let l = self.at(t);
+        l.util = util.floor(); // the kernel's util_avg is an integer
+        l.util_at = cx.now;
     }
 
     /// Bring `t`'s utilisation up to `now`; `running_on` is the CPU it ran on
@@ -230,7 +451,7 @@ impl CapAware {
     pub(in crate::policy) fn util_now(&self, cx: &Ctx, t: TaskId) -> f64 {
         match self.load.get(t) {
             Some(l) if l.seen => l.util * pelt_decay(cx.now.since(l.util_at)),
-            _ => NEW_TASK_UTIL, // a new task (see `first_seen`)
+            _ => self.unseen_util(), // a new task (see `first_seen`)
         }
     }
 
@@ -267,9 +488,53 @@ impl CapAware {
         }
     }
 
-    /// `util_est_enqueue`: `t` counts on `cpu` (moved from another CPU if it
-    /// counted there).
+    /// `t`'s effective clamps (`uclamp_eff_value`): its request, else no
+    /// clamp (0, 1024). Without cgroups the system defaults (1024, 1024)
+    /// restrict nothing.
+    pub(in crate::policy) fn uclamp_eff(cx: &Ctx, t: TaskId) -> [u32; 2] {
+        cx.task(t)
+            .uclamp
+            .map_or([0, CAPACITY_SCALE], |u| [u.min, u.max])
+    }
+
+    fn uc_publish(&self, cx: &mut Ctx, cpu: CpuId) {
+        if self.uc_publish {
+            let (lo, hi) = self.uc_rq[cpu].get();
+            super::super::governors::set_cpu_uclamp(cx, cpu, (lo, hi));
+        }
+    }
+
+    /// `uclamp_rq_inc`: `t` becomes runnable on `cpu` (moved from another
+    /// CPU if it counted there). The first task with clamps turns uclamp on.
+    fn uc_inc(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        if cx.task(t).uclamp.is_some() {
+            self.uc_used = true;
+        }
+        if !self.uc_used {
+            return;
+        }
+        if self.at(t).uc_on.is_some_and(|(c, _)| c == cpu) {
+            return;
+        }
+        self.uc_dec(cx, t);
+        let v = Self::uclamp_eff(cx, t);
+        self.uc_rq[cpu].inc(v);
+        self.at(t).uc_on = Some((cpu, v));
+        self.uc_publish(cx, cpu);
+    }
+
+    /// `uclamp_rq_dec`: `t` is no longer runnable where it counted.
+    fn uc_dec(&mut self, cx: &mut Ctx, t: TaskId) {
+        if let Some((c, v)) = self.load.get_mut(t).and_then(|l| l.uc_on.take()) {
+            self.uc_rq[c].dec(v);
+            self.uc_publish(cx, c);
+        }
+    }
+
+    /// `util_est_enqueue` and `uclamp_rq_inc`: `t` counts on `cpu` (moved
+    /// from another CPU if it counted there).
     pub(in crate::policy) fn est_enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        self.uc_inc(cx, t, cpu);
         if !self.util_est || !self.track {
             return;
         }
@@ -292,9 +557,11 @@ impl CapAware {
         }
     }
 
-    /// `t` ran on `cpu` and goes to sleep (or exits): its utilisation up to
-    /// now, `util_est_update` with it, and `util_est_dequeue`.
+    /// `t` ran on `cpu` and goes to sleep (or exits): `uclamp_rq_dec`, its
+    /// utilisation up to now, `util_est_update` with it, and
+    /// `util_est_dequeue`.
     pub(in crate::policy) fn sleep(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        self.uc_dec(cx, t);
         if !self.track {
             return;
         }
@@ -326,8 +593,18 @@ impl CapAware {
         }
     }
 
+    /// The CPU's original capacity (`arch_scale_cpu_capacity`): at its
+    /// highest P-state, whatever `fits_at_fmax` says.
+    pub(in crate::policy) fn cap_orig(cx: &Ctx, c: CpuId) -> u32 {
+        let m = cx.machine;
+        let t = m.ty(c);
+        (m.compute_speed(c, 0, t.fmax(), false) / t.speedup(0) * 1024.0).round() as u32
+    }
+
     /// Capacity-aware wake-up placement (`select_idle_capacity`): the first
-    /// idle CPU, scanning from `start`, where the task fits; else the idle
+    /// idle CPU, scanning from `start`, where the task fits
+    /// (`util_fits_cpu` with its clamps); else the idle CPU that fits but
+    /// for its minimum clamp with the most original capacity; else the idle
     /// CPU with the most capacity; else none.
     pub(in crate::policy) fn select_idle_capacity(
         &self,
@@ -337,29 +614,37 @@ impl CapAware {
         is_idle: impl Fn(CpuId) -> bool,
     ) -> Option<CpuId> {
         let util = self.task_util(cx, t);
+        let [umin, umax] = Self::uclamp_eff(cx, t);
         let aff = &cx.task(t).affinity;
         let n = cx.ncpus();
-        let mut biggest: Option<(u32, CpuId)> = None;
+        // (fits, capacity, cpu): −1 before 0, then the most capacity.
+        let mut best: Option<(i32, u32, CpuId)> = None;
         for i in 0..n {
             let c = (start + i) % n;
             if !aff.contains(c) || !is_idle(c) {
                 continue;
             }
-            let cap = self.fit_capacity(cx, c);
-            if util * FIT_MARGIN < cap as f64 {
+            let mut cap = self.fit_capacity(cx, c);
+            let orig = Self::cap_orig(cx, c);
+            let fits = util_fits_cpu(util, umin, umax, cap as f64, orig, self.uc_used);
+            if fits > 0 {
                 return Some(c);
             }
-            if biggest.is_none_or(|(bc, _)| cap > bc) {
-                biggest = Some((cap, c));
+            if fits < 0 {
+                cap = orig;
+            }
+            if best.is_none_or(|(bf, bc, _)| fits < bf || (fits == bf && cap > bc)) {
+                best = Some((fits, cap, c));
             }
         }
-        biggest.map(|b| b.1)
+        best.map(|b| b.2)
     }
 
     /// Misfit (the kernel's `update_misfit_status`), on the tick of `cpu`
-    /// running `t` (its utilisation just updated): if it no longer fits, the
-    /// idle CPU with more capacity to move it to, the biggest first (active
-    /// balancing of a misfit task).
+    /// running `t` (its utilisation just updated): if it no longer fits
+    /// (`task_fits_cpu`: `util_fits_cpu` with its clamps), the idle CPU with
+    /// more capacity to move it to, the biggest first (active balancing of a
+    /// misfit task).
     pub(in crate::policy) fn misfit_target(
         &self,
         cx: &Ctx,
@@ -373,7 +658,13 @@ impl CapAware {
         } else {
             self.load[t].util
         };
-        if util * FIT_MARGIN <= cap as f64 {
+        let fits = if self.uc_used {
+            let [umin, umax] = Self::uclamp_eff(cx, t);
+            util_fits_cpu(util, umin, umax, cap as f64, Self::cap_orig(cx, cpu), true) > 0
+        } else {
+            util * FIT_MARGIN <= cap as f64
+        };
+        if fits {
             return None;
         }
         let aff = &cx.task(t).affinity;
@@ -382,17 +673,22 @@ impl CapAware {
             .max_by_key(|&c| (self.fit_capacity(cx, c), std::cmp::Reverse(c)))
     }
 
-    /// Estimated power of frequency domain `d` with the given per-CPU
-    /// utilisations (the kernel's `em_cpu_energy`): at the lowest P-state
-    /// whose capacity covers 1.25 × the highest utilisation (what schedutil
-    /// picks), each CPU draws that P-state's busy power for the fraction of
-    /// time its utilisation keeps it busy.
-    fn domain_power(cx: &Ctx, d: usize, util: &dyn Fn(CpuId) -> f64) -> f64 {
+    /// Estimated power of frequency domain `d` (the kernel's
+    /// `compute_energy` → `em_cpu_energy`): the domain runs at the lowest
+    /// P-state whose capacity covers the highest performance request of its
+    /// CPUs (`perf`: 1.25 × utilisation without uclamp, what schedutil
+    /// picks), and each CPU draws that P-state's busy power for the fraction
+    /// of time its utilisation (`util`) keeps it busy.
+    fn domain_power(
+        cx: &Ctx,
+        d: usize,
+        util: &dyn Fn(CpuId) -> f64,
+        perf: &dyn Fn(CpuId) -> f64,
+    ) -> f64 {
         let m = cx.machine;
         let dom = &m.domains[d];
         let ty = &m.types[dom.ty];
-        let max_util = dom.cpus.iter().map(|&c| util(c)).fold(0.0, f64::max);
-        let need = FIT_MARGIN * max_util;
+        let need = dom.cpus.iter().map(|&c| perf(c)).fold(0.0, f64::max);
         let fmax = ty.fmax() as f64;
         let ps = ty
             .pstates
@@ -407,11 +703,35 @@ impl CapAware {
             .sum()
     }
 
+    /// `cpu`'s performance request for EAS's estimate with utilisation
+    /// `util` (`eenv_pd_max_util`): 1.25 × `util` without uclamp; with it,
+    /// the runqueue's clamps (and, where the task goes, the task's merged in)
+    /// applied as schedutil applies them.
+    fn eas_perf(&self, cx: &Ctx, cpu: CpuId, util: f64, task: Option<[u32; 2]>) -> f64 {
+        if !self.uc_used {
+            return FIT_MARGIN * util;
+        }
+        let rq = &self.uc_rq[cpu];
+        let (mut lo, mut hi) = rq.get();
+        if let Some([pmin, pmax]) = task {
+            lo = lo.max(pmin);
+            hi = if rq.is_idle() { pmax } else { hi.max(pmax) };
+        }
+        effective_perf(util, lo, hi, Self::cap_orig(cx, cpu))
+    }
+
     /// `find_energy_efficient_cpu`: for each frequency domain, the allowed
     /// CPU with the most spare capacity where the task fits (and the previous
     /// CPU); the one that adds the least estimated power wins. `None` when
     /// EAS does not apply (over-utilised system, or nothing fits). `utils`
     /// holds every CPU's [`CapAware::cpu_util`].
+    ///
+    /// With uclamp, fitting is `util_fits_cpu` with the task's clamps merged
+    /// with the runqueue's (unless that runqueue is idle), and
+    /// over-utilisation `!util_fits_cpu` with the runqueue's clamps
+    /// (`cpu_overutilized`); a candidate that fits fully beats one that fits
+    /// but for its minimum clamp (−1), and among those the one with more
+    /// original capacity wins.
     pub(in crate::policy) fn find_energy_efficient_cpu(
         &self,
         cx: &Ctx,
@@ -420,46 +740,92 @@ impl CapAware {
         utils: &[f64],
     ) -> Option<CpuId> {
         let n = cx.ncpus();
+        let used = self.uc_used;
         let caps: Vec<f64> = (0..n).map(|c| self.fit_capacity(cx, c) as f64).collect();
-        if (0..n).any(|c| utils[c] > OVERUTIL * caps[c]) {
+        let orig: Vec<u32> = (0..n).map(|c| Self::cap_orig(cx, c)).collect();
+        let over = |c: CpuId| {
+            if used {
+                let (lo, hi) = self.uc_rq[c].get();
+                util_fits_cpu(utils[c], lo, hi, caps[c], orig[c], true) == 0
+            } else {
+                utils[c] > OVERUTIL * caps[c]
+            }
+        };
+        if (0..n).any(over) {
             return None;
         }
         let tu = self.task_util(cx, t);
+        let pclamp = Self::uclamp_eff(cx, t);
         let aff = &cx.task(t).affinity;
-        let fits =
-            |c: CpuId| aff.contains(c) && cx.online(c) && (utils[c] + tu) * FIT_MARGIN < caps[c];
-        let mut best: Option<(f64, bool, CpuId)> = None;
+        let fits = |c: CpuId| -> i32 {
+            if !(aff.contains(c) && cx.online(c)) {
+                return 0;
+            }
+            let [mut lo, mut hi] = pclamp;
+            if used && !self.uc_rq[c].is_idle() {
+                let (rlo, rhi) = self.uc_rq[c].get();
+                lo = lo.max(rlo);
+                hi = hi.max(rhi);
+            }
+            util_fits_cpu(utils[c] + tu, lo, hi, caps[c], orig[c], used)
+        };
+        // (fits rank, delta, not prev, cpu); rank 1 (fits) beats 0 (fits but
+        // for uclamp_min), which compares original capacity first.
+        let mut best: Option<(u8, f64, bool, CpuId)> = None;
         for d in 0..cx.machine.domains.len() {
             let cpus = &cx.machine.domains[d].cpus;
+            let fit: Vec<(CpuId, i32)> = cpus
+                .iter()
+                .map(|&c| (c, fits(c)))
+                .filter(|&(_, f)| f != 0)
+                .collect();
             let mut cands: Vec<CpuId> = Vec::new();
-            if let Some(c) = cpus.iter().copied().filter(|&c| fits(c)).max_by(|&a, &b| {
+            if let Some(&(c, _)) = fit.iter().max_by(|&&(a, fa), &&(b, fb)| {
                 let sa = caps[a] - utils[a];
                 let sb = caps[b] - utils[b];
-                sa.partial_cmp(&sb)
-                    .unwrap_or(std::cmp::Ordering::Equal)
+                fa.cmp(&fb)
+                    .then(sa.partial_cmp(&sb).unwrap_or(std::cmp::Ordering::Equal))
                     .then(b.cmp(&a))
             }) {
                 cands.push(c);
             }
-            if let Some(p) = prev.filter(|p| cpus.contains(p) && fits(*p) && !cands.contains(p)) {
+            if let Some(p) = prev.filter(|p| {
+                cpus.contains(p) && fit.iter().any(|&(c, _)| c == *p) && !cands.contains(p)
+            }) {
                 cands.push(p);
             }
             if cands.is_empty() {
                 continue;
             }
-            let base = Self::domain_power(cx, d, &|c| utils[c]);
+            let base = Self::domain_power(cx, d, &|c| utils[c], &|c| {
+                self.eas_perf(cx, c, utils[c], None)
+            });
             for c in cands {
-                let with = Self::domain_power(cx, d, &|x| utils[x] + if x == c { tu } else { 0.0 });
-                // Ties favour the previous CPU (cache), then the lowest id.
-                let key = (with - base, Some(c) != prev, c);
+                let with_t = |x: CpuId| utils[x] + if x == c { tu } else { 0.0 };
+                let with = Self::domain_power(cx, d, &with_t, &|x| {
+                    self.eas_perf(cx, x, with_t(x), (x == c).then_some(pclamp))
+                });
+                let rank = u8::from(fits(c) > 0);
+                // Ties favour the previous CPU (cache), then the lowest id;
+                // among CPUs that fit but for uclamp_min, more original
+                // capacity first.
+                let delta = if rank == 0 {
+                    -(orig[c] as f64)
+                } else {
+                    with - base
+                };
+                let key = (rank, delta, Some(c) != prev, c);
                 if best.is_none_or(|b| {
-                    key.0 < b.0 - 1e-12 || (key.0 <= b.0 + 1e-12 && (key.1, key.2) < (b.1, b.2))
+                    key.0 > b.0
+                        || (key.0 == b.0
+                            && (key.1 < b.1 - 1e-12
+                                || (key.1 <= b.1 + 1e-12 && (key.2, key.3) < (b.2, b.3))))
                 }) {
                     best = Some(key);
                 }
             }
         }
-        best.map(|b| b.2)
+        best.map(|b| b.3)
     }
 }
 
@@ -486,6 +852,99 @@ mod tests {
             e = util_est_ewma(e, 0);
             assert_eq!(e, want);
         }
+    }
+
+    #[test]
+    fn uclamp_buckets_are_205_wide() {
+        assert_eq!(UCLAMP_BUCKET_DELTA, 205);
+        assert_eq!(uclamp_bucket_id(0), 0);
+        assert_eq!(uclamp_bucket_id(204), 0);
+        assert_eq!(uclamp_bucket_id(205), 1);
+        assert_eq!(uclamp_bucket_id(512), 2);
+        assert_eq!(uclamp_bucket_id(1024), 4); // 1024 / 205 = 4
+    }
+
+    #[test]
+    fn runqueue_clamps_are_max_aggregated_and_drop_when_tasks_leave() {
+        let mut rq = UclampRq::default();
+        assert_eq!(rq.get(), (0, 1024));
+        assert!(rq.is_idle());
+        // A task clamped to (512, 600), then an unclamped one (0, 1024).
+        rq.inc([512, 600]);
+        assert_eq!(rq.get(), (512, 600)); // idle reset: the first sets both
+        assert!(!rq.is_idle());
+        rq.inc([0, 1024]);
+        assert_eq!(rq.get(), (512, 1024));
+        // The clamped one sleeps: its min bucket (2) empties, the rq min
+        // falls to the highest non-empty bucket's, 0.
+        rq.dec([512, 600]);
+        assert_eq!(rq.get(), (0, 1024));
+        // The last one leaves: min 0, max retained (UCLAMP_FLAG_IDLE).
+        rq.dec([0, 1024]);
+        assert_eq!(rq.get(), (0, 1024));
+        assert!(rq.is_idle());
+        // A task with max 256 alone, then it sleeps: the max stays 256.
+        rq.inc([0, 256]);
+        assert_eq!(rq.get(), (0, 256));
+        rq.dec([0, 256]);
+        assert_eq!(rq.get(), (0, 256));
+        assert!(rq.is_idle());
+        // The next task resets it on idle exit.
+        rq.inc([100, 300]);
+        assert_eq!(rq.get(), (100, 300));
+    }
+
+    #[test]
+    fn a_bucket_keeps_its_highest_value_until_it_empties() {
+        // 420 and 600 share bucket 2 (410..614): after 600 leaves, the
+        // bucket still reports 600 while 420 is in it (local max aggregation).
+        let mut rq = UclampRq::default();
+        rq.inc([420, 1024]);
+        rq.inc([600, 1024]);
+        assert_eq!(rq.get().0, 600);
+        rq.dec([600, 1024]);
+        assert_eq!(rq.get().0, 600);
+        rq.dec([420, 1024]);
+        assert_eq!(rq.get().0, 0);
+        // Different buckets: the lower one's value comes back.
+        rq.inc([300, 1024]);
+        rq.inc([900, 1024]);
+        assert_eq!(rq.get().0, 900);
+        rq.dec([900, 1024]);
+        assert_eq!(rq.get().0, 300);
+    }
+
+    #[test]
+    fn util_fits_cpu_follows_the_kernel() {
+        // Without uclamp: fits_capacity only (300 × 1.25 = 375 < 381).
+        assert_eq!(util_fits_cpu(300.0, 0, 1024, 381.0, 381, false), 1);
+        assert_eq!(util_fits_cpu(320.0, 0, 1024, 381.0, 381, false), 0);
+        // A maximum clamp at or below the original capacity fits.
+        assert_eq!(util_fits_cpu(900.0, 0, 256, 381.0, 381, true), 1);
+        assert_eq!(util_fits_cpu(900.0, 0, 382, 381.0, 381, true), 0);
+        // No clamp on the full-scale CPU: the utilisation decides.
+        assert_eq!(util_fits_cpu(900.0, 0, 1024, 1024.0, 1024, true), 0);
+        assert_eq!(util_fits_cpu(100.0, 0, 1024, 1024.0, 1024, true), 1);
+        // A minimum clamp above the original capacity: fits but for it.
+        assert_eq!(util_fits_cpu(100.0, 512, 1024, 381.0, 381, true), -1);
+        assert_eq!(util_fits_cpu(100.0, 512, 1024, 1024.0, 1024, true), 1);
+        // ... unless the utilisation is already above the clamp.
+        assert_eq!(util_fits_cpu(600.0, 512, 1024, 1024.0, 1024, true), 1);
+        // The minimum is capped by the maximum.
+        assert_eq!(util_fits_cpu(100.0, 512, 256, 381.0, 381, true), 1);
+    }
+
+    #[test]
+    fn effective_perf_applies_the_clamps_after_the_headroom() {
+        // util 100: 125 without clamps; min 512 lifts it to 512 (no headroom
+        // on the clamp); max 256 caps a busy CPU's 1024 at 256.
+        assert_eq!(effective_perf(100.0, 0, 1024, 1024), 125.0);
+        assert_eq!(effective_perf(100.0, 512, 1024, 1024), 512.0);
+        assert_eq!(effective_perf(1024.0, 0, 256, 1024), 256.0);
+        // The utilisation is capped at the CPU's capacity first.
+        assert_eq!(effective_perf(500.0, 0, 1024, 381), 381.0);
+        // Inverted clamps: the minimum wins.
+        assert_eq!(effective_perf(10.0, 512, 256, 1024), 512.0);
     }
 
     #[test]
