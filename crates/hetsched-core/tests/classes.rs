@@ -73,7 +73,11 @@ fn fifo_wakeup_preempts_a_running_fair_task_at_once() {
             "{}{}{}",
             one_cpu(sched, 1.0),
             prog("fair", 100.0, ""),
-            prog("fifo", 10.0, "policy = \"fifo\"\npriority = 10\nstart_ms = 20")
+            prog(
+                "fifo",
+                10.0,
+                "policy = \"fifo\"\npriority = 10\nstart_ms = 20"
+            )
         ));
         assert_runs(&runs(&r, 1), &[(0, 20.0, 30.0)]);
         assert_runs(&runs(&r, 0), &[(0, 0.0, 20.0), (0, 30.0, 110.0)]);
@@ -122,8 +126,16 @@ fn higher_priority_fifo_runs_to_completion() {
         "{}{}{}{}",
         one_cpu("cfs", 1.0),
         prog("low", 100.0, "policy = \"fifo\"\npriority = 10"),
-        prog("high", 50.0, "policy = \"fifo\"\npriority = 20\nstart_ms = 10"),
-        prog("same", 5.0, "policy = \"fifo\"\npriority = 10\nstart_ms = 20"),
+        prog(
+            "high",
+            50.0,
+            "policy = \"fifo\"\npriority = 20\nstart_ms = 10"
+        ),
+        prog(
+            "same",
+            5.0,
+            "policy = \"fifo\"\npriority = 10\nstart_ms = 20"
+        ),
     ));
     assert_runs(&runs(&r, 1), &[(0, 10.0, 60.0)]);
     // The preempted task goes back to the head of its list: it resumes
@@ -150,7 +162,11 @@ fn cbs_task_is_throttled_at_its_budget_each_period() {
         &runs(&r, 0),
         &[(0, 0.0, 10.0), (0, 100.0, 110.0), (0, 200.0, 210.0)],
     );
-    assert!(close(r.tasks[0].throttled_s, 0.18), "{}", r.tasks[0].throttled_s);
+    assert!(
+        close(r.tasks[0].throttled_s, 0.18),
+        "{}",
+        r.tasks[0].throttled_s
+    );
     assert_eq!(r.tasks[0].dl_misses, 0);
     assert!(close(r.tasks[1].end_s.unwrap(), 1.03));
 }
@@ -193,7 +209,11 @@ fn always_running_fifo_leaves_fair_tasks_50_ms_per_second() {
     );
     assert!(close(r.tasks[1].run_s, 0.15), "{}", r.tasks[1].run_s);
     assert!(close(r.tasks[0].run_s, 2.85), "{}", r.tasks[0].run_s);
-    assert!(close(r.tasks[0].throttled_s, 0.15), "{}", r.tasks[0].throttled_s);
+    assert!(
+        close(r.tasks[0].throttled_s, 0.15),
+        "{}",
+        r.tasks[0].throttled_s
+    );
     // Without the fair server the fair task starves.
     let r = go(&format!(
         "stop_when_done = false\n{}[os]\nfair_server = false\n{}{}",
@@ -238,7 +258,11 @@ fn a_woken_fifo_task_is_pushed_to_an_idle_cpu() {
         "{}{}{}",
         two_cpus(1.0),
         pinned_b,
-        prog("a", 100.0, "policy = \"fifo\"\npriority = 10\nstart_ms = 5\naffinity = [0]")
+        prog(
+            "a",
+            100.0,
+            "policy = \"fifo\"\npriority = 10\nstart_ms = 5\naffinity = [0]"
+        )
     ));
     assert_runs(&runs(&r, 0), &[(0, 0.0, 2.0), (1, 10.0, 15.0)]);
     assert_runs(&runs(&r, 1), &[(0, 5.0, 105.0)]);
@@ -252,7 +276,11 @@ fn a_cpu_whose_rt_task_ends_pulls_a_waiting_one() {
     let r = go(&format!(
         "{}{}{}{}",
         two_cpus(1.0),
-        prog("c", 100.0, "policy = \"fifo\"\npriority = 50\naffinity = [1]"),
+        prog(
+            "c",
+            100.0,
+            "policy = \"fifo\"\npriority = 50\naffinity = [1]"
+        ),
         prog("a", 300.0, "policy = \"fifo\"\npriority = 10"),
         prog("b", 20.0, "policy = \"fifo\"\npriority = 10\nstart_ms = 10"),
     ));
@@ -264,16 +292,43 @@ fn a_cpu_whose_rt_task_ends_pulls_a_waiting_one() {
 fn policy_fields_are_validated() {
     let base = one_cpu("cfs", 1.0);
     for (extra, want) in [
-        ("policy = \"fifo\"", "workload.programs[0].priority: required for policy \"fifo\""),
-        ("policy = \"rr\"\npriority = 100", "priority: 100 is out of range; allowed 1 to 99"),
+        (
+            "policy = \"fifo\"",
+            "workload.programs[0].priority: required for policy \"fifo\"",
+        ),
+        (
+            "policy = \"rr\"\npriority = 100",
+            "priority: 100 is out of range; allowed 1 to 99",
+        ),
         ("priority = 3", "priority: not used by policy \"other\""),
-        ("policy = \"sporadic\"", "policy: \"sporadic\" is not a policy; allowed: other, batch, idle, fifo, rr, deadline"),
-        ("policy = \"deadline\"\ndl_period_ms = 10", "dl_runtime_ms: required for policy \"deadline\""),
-        ("policy = \"deadline\"\ndl_runtime_ms = 10", "dl_period_ms: required for policy \"deadline\""),
-        ("policy = \"deadline\"\ndl_runtime_ms = 20\ndl_period_ms = 10", "dl_runtime_ms: 20 ms is longer than the deadline 10 ms"),
-        ("policy = \"deadline\"\ndl_runtime_ms = 2\ndl_deadline_ms = 20\ndl_period_ms = 10", "dl_deadline_ms: 20 ms is longer than dl_period_ms = 10 ms"),
-        ("dl_runtime_ms = 2", "dl_runtime_ms: not used by policy \"other\" (used by: deadline)"),
-        ("policy = \"deadline\"\ndl_runtime_ms = 2\ndl_period_ms = 10\naffinity = [0]", "affinity: a SCHED_DEADLINE task may not have a restricted affinity"),
+        (
+            "policy = \"sporadic\"",
+            "policy: \"sporadic\" is not a policy; allowed: other, batch, idle, fifo, rr, deadline",
+        ),
+        (
+            "policy = \"deadline\"\ndl_period_ms = 10",
+            "dl_runtime_ms: required for policy \"deadline\"",
+        ),
+        (
+            "policy = \"deadline\"\ndl_runtime_ms = 10",
+            "dl_period_ms: required for policy \"deadline\"",
+        ),
+        (
+            "policy = \"deadline\"\ndl_runtime_ms = 20\ndl_period_ms = 10",
+            "dl_runtime_ms: 20 ms is longer than the deadline 10 ms",
+        ),
+        (
+            "policy = \"deadline\"\ndl_runtime_ms = 2\ndl_deadline_ms = 20\ndl_period_ms = 10",
+            "dl_deadline_ms: 20 ms is longer than dl_period_ms = 10 ms",
+        ),
+        (
+            "dl_runtime_ms = 2",
+            "dl_runtime_ms: not used by policy \"other\" (used by: deadline)",
+        ),
+        (
+            "policy = \"deadline\"\ndl_runtime_ms = 2\ndl_period_ms = 10\naffinity = [0]",
+            "affinity: a SCHED_DEADLINE task may not have a restricted affinity",
+        ),
     ] {
         let e = err(&format!("{base}{}", prog("p", 1.0, extra)));
         assert!(e.contains(want), "{extra}: {e}");
@@ -283,9 +338,18 @@ fn policy_fields_are_validated() {
         one_cpu("scx-simple", 1.0),
         prog("p", 1.0, "policy = \"fifo\"\npriority = 1")
     ));
-    assert!(e.contains("not modelled with scheduler \"scx-simple\""), "{e}");
-    let e = err(&format!("{base}[os]\nrt_runtime_ms = 2000\n{}", prog("p", 1.0, "")));
-    assert!(e.contains("os.rt_runtime_ms: 2000 ms is longer than os.rt_period_ms"), "{e}");
+    assert!(
+        e.contains("not modelled with scheduler \"scx-simple\""),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{base}[os]\nrt_runtime_ms = 2000\n{}",
+        prog("p", 1.0, "")
+    ));
+    assert!(
+        e.contains("os.rt_runtime_ms: 2000 ms is longer than os.rt_period_ms"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -310,7 +374,12 @@ fn sched_idle_weighs_3_and_batch_does_not_preempt_at_wakeup() {
         };
         let (b, o) = (wake("batch"), wake("other"));
         let first = |r: &RunResults| runs(r, 1)[0].1;
-        assert!(first(&b) > first(&o), "{sched}: batch {} other {}", first(&b), first(&o));
+        assert!(
+            first(&b) > first(&o),
+            "{sched}: batch {} other {}",
+            first(&b),
+            first(&o)
+        );
         assert!(close(first(&o), 50.0), "{sched}: {}", first(&o));
     }
 }

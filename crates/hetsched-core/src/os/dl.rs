@@ -192,7 +192,10 @@ mod tests {
         e.runtime = -15;
         e.throttled = true;
         e.replenish(&a, SimTime(100));
-        assert_eq!((e.runtime, e.deadline, e.throttled), (5, SimTime(300), false));
+        assert_eq!(
+            (e.runtime, e.deadline, e.throttled),
+            (5, SimTime(300), false)
+        );
         let mut q = EdfQueue::default();
         q.insert(SimTime(300), 1);
         q.insert(SimTime(200), 2);

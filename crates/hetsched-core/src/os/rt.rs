@@ -87,7 +87,10 @@ impl RtQueues {
     /// Queued tasks of `cpu`, highest priority first (list order within a
     /// priority).
     pub fn queued(&self, cpu: CpuId) -> impl Iterator<Item = (u8, TaskId)> + '_ {
-        self.rqs[cpu].q.iter().map(|(&(inv, _), &t)| (u8::MAX - inv, t))
+        self.rqs[cpu]
+            .q
+            .iter()
+            .map(|(&(inv, _), &t)| (u8::MAX - inv, t))
     }
 
     /// Whether `cpu` has a queued task of priority `prio`.

@@ -449,7 +449,13 @@ impl Scenario {
         agents.extend(extra_agents);
         let dynamic = build_dynamic(&self.spec, &machine)?;
         let classes = os::build_os(&self.spec)?;
-        os::check_classes(&self.spec, &classes, &machine, &tasks, scheduler.uses_dsqs())?;
+        os::check_classes(
+            &self.spec,
+            &classes,
+            &machine,
+            &tasks,
+            scheduler.uses_dsqs(),
+        )?;
         Ok(Setup {
             machine,
             tasks,

@@ -221,7 +221,11 @@ pub(crate) fn sched_attr(base: &str, c: &ProgramCommon) -> Result<SchedAttr, Sim
         ));
     }
     if c.affinity.is_some() || c.cpuset.is_some() {
-        let f = if c.affinity.is_some() { "affinity" } else { "cpuset" };
+        let f = if c.affinity.is_some() {
+            "affinity"
+        } else {
+            "cpuset"
+        };
         return Err(at(
             format!("{base}.{f}"),
             "a SCHED_DEADLINE task may not have a restricted affinity (Linux refuses it with EPERM: \
@@ -249,10 +253,7 @@ pub(crate) fn check_classes(
     let Some(first) = tasks.iter().find(|t| t.sched.policy.above_fair()) else {
         return Ok(());
     };
-    let what = format!(
-        "workload.programs[{}].policy",
-        first.program
-    );
+    let what = format!("workload.programs[{}].policy", first.program);
     if uses_dsqs {
         return Err(at(
             what,
@@ -278,12 +279,17 @@ pub(crate) fn check_classes(
     }
     let mut bw = 0.0;
     let mut n = 0;
-    for t in tasks.iter().filter(|t| t.sched.policy == SchedPolicy::Deadline) {
+    for t in tasks
+        .iter()
+        .filter(|t| t.sched.policy == SchedPolicy::Deadline)
+    {
         bw += t.sched.dl_runtime as f64 / t.sched.dl_period as f64;
         n += 1;
     }
     if n > 0 {
-        let cap: f64 = (0..m.ncpus()).map(|c| m.ty(c).capacity as f64 / 1024.0).sum();
+        let cap: f64 = (0..m.ncpus())
+            .map(|c| m.ty(c).capacity as f64 / 1024.0)
+            .sum();
         let share = cfg.rt_runtime as f64 / cfg.rt_period as f64;
         let limit = share * cap;
         if bw > limit * (1.0 + 1e-12) {

@@ -178,7 +178,8 @@ impl Engine {
     fn dl_fits(&self, t: TaskId, cpu: CpuId) -> bool {
         let a = &self.tasks[t].sched;
         !self.cls.as_deref().is_some_and(|c| c.asym)
-            || a.dl_deadline as u128 * self.m.ty(cpu).capacity as u128 >= a.dl_runtime as u128 * 1024
+            || a.dl_deadline as u128 * self.m.ty(cpu).capacity as u128
+                >= a.dl_runtime as u128 * 1024
     }
 
     fn allowed(&self, t: TaskId, cpu: CpuId) -> bool {
@@ -220,7 +221,8 @@ impl Engine {
             }
         }
         let prev = self.prev_cpu(t);
-        let test = self.run_level(prev) >= prio && self.current[prev].is_some_and(|c| self.is_class_task(c));
+        let test = self.run_level(prev) >= prio
+            && self.current[prev].is_some_and(|c| self.is_class_task(c));
         if test || !self.rt_fits(prev) {
             if let Some(target) = self.rt_find_lowest(t, prio, None) {
                 if (test || self.rt_fits(target)) && prio > self.cpu_level(target) {
@@ -242,7 +244,11 @@ impl Engine {
             .filter(|&c| self.run_deadline(c).is_none())
             .min_by_key(|&c| {
                 let fits = self.dl_fits(t, c);
-                let cap = if fits { 0 } else { u32::MAX - self.m.ty(c).capacity };
+                let cap = if fits {
+                    0
+                } else {
+                    u32::MAX - self.m.ty(c).capacity
+                };
                 (!fits, cap, Some(c) != prev, c)
             });
         if free.is_some() {
@@ -261,7 +267,8 @@ impl Engine {
     fn dl_select(&self, t: TaskId) -> CpuId {
         let prev = self.prev_cpu(t);
         let d = self.cls.as_deref().expect("class state").dl[t].deadline;
-        if self.tasks[t].last_ran.is_none() || !self.dl_preempts(prev, d) || !self.dl_fits(t, prev) {
+        if self.tasks[t].last_ran.is_none() || !self.dl_preempts(prev, d) || !self.dl_fits(t, prev)
+        {
             if let Some(c) = self.dl_find_later(t) {
                 if self.dl_preempts(c, d) {
                     return c;
@@ -427,7 +434,10 @@ impl Engine {
         fs.runtime = r;
         fs.active = false;
         let gen = fs.gen;
-        for (kind, at) in [(K_FS_DEFER, now + SimTime(p - r)), (K_FS_END, now + SimTime(p))] {
+        for (kind, at) in [
+            (K_FS_DEFER, now + SimTime(p - r)),
+            (K_FS_END, now + SimTime(p)),
+        ] {
             self.q.push(
                 at,
                 EventClass::Timer,
@@ -514,7 +524,11 @@ impl Engine {
         }
         let now = self.now;
         if a.policy.is_rt() {
-            let dst = if self.allowed(t, cpu) { cpu } else { self.rt_select(t) };
+            let dst = if self.allowed(t, cpu) {
+                cpu
+            } else {
+                self.rt_select(t)
+            };
             self.tasks[t].cpu = dst;
             let cls = self.cls();
             let head = !std::mem::take(&mut cls.rr_tail[t]);
@@ -541,7 +555,10 @@ impl Engine {
     pub(super) fn class_pick(&mut self, cpu: CpuId) -> Result<Option<TaskId>, SimError> {
         loop {
             let cls = self.cls();
-            let server = cls.fs[cpu].active.then_some(cls.fs[cpu].period_end).flatten();
+            let server = cls.fs[cpu]
+                .active
+                .then_some(cls.fs[cpu].period_end)
+                .flatten();
             if let Some((d, t)) = cls.edf.first() {
                 if server.is_none_or(|s| d < s) {
                     cls.edf.remove(d, t);
@@ -577,11 +594,15 @@ impl Engine {
     /// run there, to the lowest CPU below its priority.
     fn rt_push(&mut self, cpu: CpuId) {
         for _ in 0..self.m.ncpus() {
-            let Some((p, t)) = self.cls().rt.highest(cpu) else { return };
+            let Some((p, t)) = self.cls().rt.highest(cpu) else {
+                return;
+            };
             if self.run_level(cpu) < p && self.picking != Some(cpu) {
                 return; // it runs here next
             }
-            let Some(dst) = self.rt_find_lowest(t, p, Some(cpu)) else { return };
+            let Some(dst) = self.rt_find_lowest(t, p, Some(cpu)) else {
+                return;
+            };
             let cls = self.cls();
             cls.rt.dequeue(t);
             cls.rt.enqueue(dst, t, p, false);
@@ -625,8 +646,14 @@ impl Engine {
         let mut pending = (0..n)
             .filter(|&c| self.cpus[c].need_resched || self.picking == Some(c))
             .count();
-        let queued: Vec<(SimTime, TaskId)> =
-            self.cls.as_deref().expect("class state").edf.iter().take(n).collect();
+        let queued: Vec<(SimTime, TaskId)> = self
+            .cls
+            .as_deref()
+            .expect("class state")
+            .edf
+            .iter()
+            .take(n)
+            .collect();
         let mut claimed = vec![false; n];
         for (d, t) in queued {
             if pending > 0 {

@@ -47,7 +47,6 @@ enum Ev {
     AgentSample { idx: u32 },
     Dyn(dynamic::DynEv),
     Slice { cpu: u32, gen: u32 },
-    /// An rt/deadline class event (`classes.rs`).
     Class { kind: u8, id: u32, gen: u32 },
     End,
 }
