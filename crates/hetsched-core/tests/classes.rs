@@ -366,10 +366,9 @@ fn sched_idle_weighs_3_and_batch_does_not_preempt_at_wakeup() {
     for sched in ["cfs", "eevdf"] {
         let wake = |pol: &str| {
             go(&format!(
-                "{}{}{}",
+                "{}{}[[workload.programs]]\nname = \"w\"\nkind = \"phases\"\npolicy = \"{pol}\"\nphases = [{{ sleep_ms = 50 }}, {{ compute_ms = 1 }}]\n",
                 one_cpu(sched, 1.0),
                 prog("long", 100.0, ""),
-                format!("[[workload.programs]]\nname = \"w\"\nkind = \"phases\"\npolicy = \"{pol}\"\nphases = [{{ sleep_ms = 50 }}, {{ compute_ms = 1 }}]\n")
             ))
         };
         let (b, o) = (wake("batch"), wake("other"));
