@@ -685,7 +685,12 @@ def _cmd_from_trace(args: argparse.Namespace) -> int:
 
 def _policies_text(policies: list[dict[str, Any]]) -> str:
     blocks = []
-    kinds = {"scheduler": "schedulers", "governor": "governors", "agent": "agents"}
+    kinds = {
+        "scheduler": "schedulers",
+        "governor": "governors",
+        "agent": "agents",
+        "class": "scheduling classes above the fair scheduler (program policy, [os] table)",
+    }
     for kind, title in kinds.items():
         these = [p for p in policies if p.get("kind") == kind]
         if not these:

@@ -105,7 +105,12 @@ def policy_reference(policies: list[dict[str, Any]] | None = None) -> str:
         "[adding a policy](policies.md#adding-a-policy-in-rust-the-four-places-to-touch) "
         "says how to add one.\n\n",
     ]
-    titles = {"scheduler": "Schedulers", "governor": "Governors", "agent": "Agents"}
+    titles = {
+        "scheduler": "Schedulers",
+        "governor": "Governors",
+        "agent": "Agents",
+        "class": "Scheduling classes",
+    }
     for kind, title in titles.items():
         these = [p for p in ps if p.get("kind") == kind]
         if not these:

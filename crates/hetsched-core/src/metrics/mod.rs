@@ -139,6 +139,16 @@ pub struct TaskRow {
     pub deadline_misses: u64,
     /// Worst response time of a periodic job (release to completion), ms.
     pub max_response_ms: f64,
+    /// Scheduling policy (`other`, `batch`, `idle`, `fifo`, `rr`, `deadline`).
+    pub policy: &'static str,
+    /// rt priority 1-99 (0 for the other policies).
+    pub rt_priority: u8,
+    /// Time runnable but throttled, s: a SCHED_DEADLINE task out of budget
+    /// until its replenishment, an rt task held off by the fair server.
+    pub throttled_s: f64,
+    /// SCHED_DEADLINE scheduling deadlines passed before the task got its
+    /// runtime, count.
+    pub dl_misses: u64,
     /// Wake-up latency (from becoming runnable after a wake-up, a new
     /// task's first one included, to running), median, ms ([`quantile`];
     /// None without a wake-up that was followed by running).
@@ -321,6 +331,10 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 jobs: t.c.jobs,
                 deadline_misses: t.c.deadline_misses,
                 max_response_ms: t.c.max_response_ns as f64 * 1e-6,
+                policy: t.sched.policy.name(),
+                rt_priority: t.sched.rt_prio,
+                throttled_s: t.c.throttled_ns as f64 * 1e-9,
+                dl_misses: t.c.dl_misses,
                 wakeup_latency_p50_ms: wl50,
                 wakeup_latency_p99_ms: wl99,
                 wakeup_latency_max_ms: wlmax,

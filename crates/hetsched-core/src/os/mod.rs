@@ -9,6 +9,9 @@ use crate::time::SimTime;
 use crate::workload::Op;
 use std::sync::Arc;
 
+pub mod dl;
+pub mod rt;
+
 /// Index of a task.
 pub type TaskId = usize;
 
@@ -29,6 +32,130 @@ pub const NICE_TO_WEIGHT: [u32; 40] = [
 #[inline]
 pub fn nice_to_weight(nice: i32) -> u32 {
     NICE_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
+}
+
+/// Fair-class weight of a SCHED_IDLE task, whatever its nice value
+/// (`WEIGHT_IDLEPRIO`, kernel/sched/sched.h).
+pub const WEIGHT_IDLEPRIO: u32 = 3;
+
+/// A task's scheduling policy (`sched_setscheduler(2)`): which class runs it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum SchedPolicy {
+    /// SCHED_OTHER (SCHED_NORMAL): the fair class.
+    #[default]
+    Other,
+    /// SCHED_BATCH: the fair class, without wake-up preemption.
+    Batch,
+    /// SCHED_IDLE: the fair class at weight [`WEIGHT_IDLEPRIO`].
+    Idle,
+    /// SCHED_FIFO: the rt class, runs until it blocks or a higher priority
+    /// preempts it.
+    Fifo,
+    /// SCHED_RR: the rt class with a round-robin timeslice.
+    Rr,
+    /// SCHED_DEADLINE: the deadline class (EDF with CBS).
+    Deadline,
+}
+
+impl SchedPolicy {
+    /// The name a scenario uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedPolicy::Other => "other",
+            SchedPolicy::Batch => "batch",
+            SchedPolicy::Idle => "idle",
+            SchedPolicy::Fifo => "fifo",
+            SchedPolicy::Rr => "rr",
+            SchedPolicy::Deadline => "deadline",
+        }
+    }
+    /// Every policy, in the order of the names above.
+    pub const ALL: [SchedPolicy; 6] = [
+        SchedPolicy::Other,
+        SchedPolicy::Batch,
+        SchedPolicy::Idle,
+        SchedPolicy::Fifo,
+        SchedPolicy::Rr,
+        SchedPolicy::Deadline,
+    ];
+    /// The policy of a name.
+    pub fn from_name(s: &str) -> Option<SchedPolicy> {
+        SchedPolicy::ALL.into_iter().find(|p| p.name() == s)
+    }
+    /// The policies' part of the fair class's wake-up preemption test
+    /// (`check_preempt_wakeup_fair`, kernel/sched/fair.c) for `waking`
+    /// queued where `curr` runs: `Some(true)` preempts at once (a SCHED_IDLE
+    /// task is preempted by any other), `Some(false)` never (SCHED_BATCH
+    /// and SCHED_IDLE tasks do not preempt at wake-up: the tick does), `None`
+    /// leaves it to the scheduler's own test.
+    #[inline]
+    pub fn fair_wakeup_rule(waking: SchedPolicy, curr: SchedPolicy) -> Option<bool> {
+        if curr == SchedPolicy::Idle && waking != SchedPolicy::Idle {
+            Some(true)
+        } else if waking != SchedPolicy::Other {
+            Some(false)
+        } else {
+            None
+        }
+    }
+    /// Whether the rt class runs it (SCHED_FIFO, SCHED_RR).
+    #[inline]
+    pub fn is_rt(self) -> bool {
+        matches!(self, SchedPolicy::Fifo | SchedPolicy::Rr)
+    }
+    /// Whether a class above fair runs it (rt or deadline).
+    #[inline]
+    pub fn above_fair(self) -> bool {
+        matches!(
+            self,
+            SchedPolicy::Fifo | SchedPolicy::Rr | SchedPolicy::Deadline
+        )
+    }
+}
+
+/// A task's scheduling attributes (what `sched_setattr(2)` sets).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchedAttr {
+    /// The policy.
+    pub policy: SchedPolicy,
+    /// rt priority, 1..=99 (higher runs first); 0 for the other policies.
+    pub rt_prio: u8,
+    /// SCHED_DEADLINE runtime (budget per period), ns.
+    pub dl_runtime: u64,
+    /// SCHED_DEADLINE relative deadline, ns.
+    pub dl_deadline: u64,
+    /// SCHED_DEADLINE period, ns.
+    pub dl_period: u64,
+}
+
+/// Settings of the classes above fair (the scenario's `[os]` table), ns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassConfig {
+    /// `sched_rt_runtime_us`: deadline admission limit per `rt_period`.
+    pub rt_runtime: u64,
+    /// `sched_rt_period_us`.
+    pub rt_period: u64,
+    /// `sched_rr_timeslice_ms`.
+    pub rr_timeslice: u64,
+    /// Whether each CPU has a fair server.
+    pub fair_server: bool,
+    /// Fair server runtime per period.
+    pub fs_runtime: u64,
+    /// Fair server period.
+    pub fs_period: u64,
+}
+
+impl Default for ClassConfig {
+    fn default() -> Self {
+        ClassConfig {
+            rt_runtime: 950_000_000,
+            rt_period: 1_000_000_000,
+            rr_timeslice: 100_000_000,
+            fair_server: true,
+            fs_runtime: 50_000_000,
+            fs_period: 1_000_000_000,
+        }
+    }
 }
 
 /// A set of CPUs (an affinity mask or a cpuset).
@@ -142,6 +269,13 @@ pub struct Counters {
     pub faults: u64,
     /// Time spent refilling caches after migrations (and in fault traps).
     pub stall_ns: u64,
+    /// rt/deadline classes: time runnable but throttled (a SCHED_DEADLINE
+    /// task out of budget until its replenishment), ns.
+    pub throttled_ns: u64,
+    /// SCHED_DEADLINE: scheduling deadlines passed before the task received
+    /// its runtime (CBS periods in which it was runnable and got less than
+    /// its budget by its deadline).
+    pub dl_misses: u64,
 }
 
 /// A thread.
@@ -173,8 +307,10 @@ pub struct Task {
     pub affinity: CpuSet,
     /// Nice value, -20..=19.
     pub nice: i32,
-    /// Load weight from [`NICE_TO_WEIGHT`].
+    /// Load weight from [`NICE_TO_WEIGHT`] ([`WEIGHT_IDLEPRIO`] for SCHED_IDLE).
     pub weight: u32,
+    /// Scheduling policy and its parameters.
+    pub sched: SchedAttr,
     /// Custom fair-class slice, ns (the program's `slice_ms`: what
     /// `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task);
     /// `None`: the scheduler's base slice.
@@ -218,6 +354,20 @@ pub struct Uclamp {
     pub min: u32,
     /// Maximum: a performance cap.
     pub max: u32,
+}
+
+impl Task {
+    /// The fair-class weight of this task at nice `nice`: SCHED_IDLE tasks
+    /// weigh [`WEIGHT_IDLEPRIO`] whatever their nice value (`set_load_weight`,
+    /// kernel/sched/core.c).
+    #[inline]
+    pub fn weight_at(&self, nice: i32) -> u32 {
+        if self.sched.policy == SchedPolicy::Idle {
+            WEIGHT_IDLEPRIO
+        } else {
+            nice_to_weight(nice)
+        }
+    }
 }
 
 /// A validated cpuset.

@@ -478,10 +478,14 @@ impl Scheduler for Cfs {
         self.insert(t, cpu);
         if matches!(flags, EnqFlags::New | EnqFlags::Wakeup) {
             if let Some(curr) = self.rqs[cpu].curr {
+                let rule = crate::os::SchedPolicy::fair_wakeup_rule(
+                    cx.task(t).sched.policy,
+                    cx.task(curr).sched.policy,
+                );
                 // check_preempt_wakeup with the waking task's weighted granularity.
                 let gran = calc_delta_fair(self.wakeup_gran, weight);
                 let (cv, pv) = (self.se[curr].vruntime, self.se[t].vruntime);
-                if cv > pv && cv - pv > gran {
+                if rule.unwrap_or(cv > pv && cv - pv > gran) {
                     cx.resched(cpu);
                 }
             }

@@ -683,7 +683,18 @@ impl Eevdf {
     /// `check_preempt_wakeup_fair` for `t`, just queued on `cpu`.
     fn wakeup_preempt(&mut self, cx: &mut Ctx, cpu: CpuId, t: TaskId) {
         let Some(c) = self.rqs[cpu].curr else { return };
-        if c == t || !self.f.wakeup_preemption {
+        if c == t {
+            return;
+        }
+        match crate::os::SchedPolicy::fair_wakeup_rule(
+            cx.task(t).sched.policy,
+            cx.task(c).sched.policy,
+        ) {
+            Some(true) => return cx.resched(cpu),
+            Some(false) => return,
+            None => {}
+        }
+        if !self.f.wakeup_preemption {
             return;
         }
         if self.do_preempt_short(cpu, t, c) && self.se[c].protected {

@@ -27,6 +27,7 @@
 
 pub mod cfs;
 pub mod chameleon;
+pub mod classes;
 pub mod credit;
 mod ctx;
 pub mod dwrr;

@@ -20,6 +20,9 @@ pub enum Kind {
     Governor,
     /// A user-level agent ([`Agent`]).
     Agent,
+    /// A scheduling class above the fair scheduler (rt, deadline): chosen
+    /// per program with `policy`, configured in the scenario's `[os]` table.
+    Class,
 }
 
 impl Kind {
@@ -29,6 +32,7 @@ impl Kind {
             Kind::Scheduler => "scheduler",
             Kind::Governor => "governor",
             Kind::Agent => "agent",
+            Kind::Class => "scheduling class",
         }
     }
 }
@@ -51,6 +55,9 @@ type Ctor<T> = fn(&PolicySpec, &Machine) -> Result<Box<T>, String>;
 /// How an entry builds its component.
 #[derive(Clone, Copy)]
 pub enum Build {
+    /// A scheduling class (nothing to build: programs choose it with
+    /// `policy`, the scenario's `[os]` table configures it).
+    Class,
     /// A scheduler.
     Scheduler(Ctor<dyn Scheduler>),
     /// A governor.
@@ -65,6 +72,7 @@ impl Build {
             Build::Scheduler(_) => Kind::Scheduler,
             Build::Governor(_) => Kind::Governor,
             Build::Agent(_) => Kind::Agent,
+            Build::Class => Kind::Class,
         }
     }
 }
@@ -144,6 +152,14 @@ pub const TABLE: &[Entry] = &[
         super::scx_central::info,
         super::scx_central::ScxCentral::from_params
     ),
+    Entry {
+        about: super::classes::dl_info,
+        build: Build::Class,
+    },
+    Entry {
+        about: super::classes::rt_info,
+        build: Build::Class,
+    },
 ];
 
 /// Every registered policy with its kind.
@@ -253,6 +269,7 @@ mod tests {
                 Build::Scheduler(f) => f(&parse_spec(a.name).unwrap(), &m).map(|_| ()),
                 Build::Governor(f) => f(&parse_spec(a.name).unwrap(), &m).map(|_| ()),
                 Build::Agent(f) => f(&parse_spec(a.name).unwrap(), &m).map(|_| ()),
+                Build::Class => Ok(()),
             };
             // `userspace` needs its frequency; every other policy builds with
             // its defaults.

@@ -8,6 +8,7 @@
 
 pub mod dynamic;
 mod machine;
+pub mod os;
 pub mod presets;
 #[cfg(test)]
 mod program_tests;
@@ -447,6 +448,14 @@ impl Scenario {
         };
         agents.extend(extra_agents);
         let dynamic = build_dynamic(&self.spec, &machine)?;
+        let classes = os::build_os(&self.spec)?;
+        os::check_classes(
+            &self.spec,
+            &classes,
+            &machine,
+            &tasks,
+            scheduler.uses_dsqs(),
+        )?;
         Ok(Setup {
             machine,
             tasks,
@@ -460,6 +469,7 @@ impl Scenario {
             cpusets,
             vms,
             dynamic,
+            classes,
         })
     }
 }

@@ -117,6 +117,11 @@ pub struct ScenarioSpec {
     /// scripted reconfigurations (`docs/dynamic.md`). Absent: CPUs never change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dynamic: Option<crate::scenario::dynamic::DynamicSpec>,
+    /// Operating-system settings: the rt and deadline classes' bandwidth and
+    /// timeslice, the fair server (docs/classes.md). Absent: Linux 6.18's
+    /// defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<crate::scenario::os::OsSpec>,
 }
 
 /// A cpuset: a named group of CPUs.
@@ -491,6 +496,26 @@ pub struct ProgramCommon {
     /// lose to a sharing sibling). Default: the type's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smt_factor: Option<f64>,
+    /// Scheduling policy of its threads (`sched_setscheduler(2)`): `other`
+    /// (SCHED_OTHER), `batch`, `idle` (fair class, weight 3), `fifo`, `rr`
+    /// (rt class, needs `priority`) or `deadline` (needs `dl_runtime_ms` and
+    /// `dl_period_ms`). See docs/classes.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// rt priority 1-99 (higher runs first): required for `fifo` and `rr`,
+    /// refused for the other policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
+    /// SCHED_DEADLINE runtime (budget per period), ms; `deadline` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dl_runtime_ms: Option<f64>,
+    /// SCHED_DEADLINE relative deadline, ms (default: `dl_period_ms`);
+    /// runtime <= deadline <= period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dl_deadline_ms: Option<f64>,
+    /// SCHED_DEADLINE period, ms; `deadline` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dl_period_ms: Option<f64>,
 }
 
 /// Program patterns: one variant per `kind`, each holding exactly the fields

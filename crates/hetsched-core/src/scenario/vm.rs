@@ -243,6 +243,7 @@ pub fn build_vms(
                 affinity: CpuSet::All,
                 nice: 0,
                 weight: vs.weight as u32,
+                sched: crate::os::SchedAttr::default(),
                 slice_ns: None,
                 uclamp: None,
                 remaining: 0.0,

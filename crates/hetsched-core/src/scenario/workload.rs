@@ -378,7 +378,12 @@ pub(crate) fn build_workload(
         };
         let per_thread = patterns::expand(&pattern, threads, &mut prog);
         prog.params = params;
-        let weight = nice_to_weight(c.nice);
+        let sched = super::os::sched_attr(&base, c)?;
+        let weight = if sched.policy == crate::os::SchedPolicy::Idle {
+            crate::os::WEIGHT_IDLEPRIO
+        } else {
+            nice_to_weight(c.nice)
+        };
         for (th, (ops, loops)) in per_thread.into_iter().enumerate() {
             let id = tasks.len();
             prog.threads.push(id);
@@ -397,6 +402,7 @@ pub(crate) fn build_workload(
                 affinity: affinity.clone(),
                 nice: c.nice,
                 weight,
+                sched,
                 slice_ns: c.slice_ms.map(|s| (s * 1e6).round() as u64),
                 uclamp: (c.uclamp_min.is_some() || c.uclamp_max.is_some()).then(|| {
                     crate::os::Uclamp {

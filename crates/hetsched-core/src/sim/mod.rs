@@ -14,6 +14,7 @@
 //! is re-planned, and stale events are dropped by generation counters.
 //! Energy is integrated exactly: power is constant between events.
 
+mod classes;
 pub mod queue;
 mod setup;
 pub mod wakelat;
@@ -23,7 +24,7 @@ pub use setup::{VmRow, VmSetup};
 use crate::error::SimError;
 use crate::hw::speed::{Moment, Work};
 use crate::hw::{CpuId, Machine};
-use crate::os::{nice_to_weight, CpuSet, Task, TaskId, TaskState};
+use crate::os::{CpuSet, Task, TaskId, TaskState};
 use crate::policy::{Agent, Ctx, EnqFlags, Governor, Observation, Request, Scheduler};
 use crate::time::SimTime;
 use crate::trace::TraceEvent;
@@ -48,6 +49,7 @@ enum Ev {
     Slice { cpu: u32, gen: u32 },
     /// The wall-time end of a `run_for` phase (`sync.rs`).
     RunEnd { task: u32, gen: u32 },
+    Class { kind: u8, id: u32, gen: u32 },
     End,
 }
 
@@ -112,6 +114,8 @@ pub struct Setup {
     pub vms: Vec<crate::sim::VmSetup>,
     /// Dynamic processors (the scenario's `[dynamic]` section), if any.
     pub dynamic: Option<crate::hw::dynamic::DynConfig>,
+    /// Settings of the rt and deadline classes (`classes.rs`).
+    pub classes: crate::os::ClassConfig,
 }
 
 /// Options of one run.
@@ -241,6 +245,9 @@ pub struct Engine {
     util: crate::policy::governors::UtilChannel,
     /// Synchronisation objects and fork state (`sync.rs`).
     sync: sync::SyncState,
+    /// The rt and deadline classes (`classes.rs`); `None` when no task is
+    /// rt or deadline, and then they cost nothing.
+    cls: Option<Box<classes::Classes>>,
 }
 
 /// Whose context [`Engine::ctx`] builds.
@@ -331,8 +338,10 @@ impl Engine {
             crate::policy::governors::is_schedutil(s.governor.name()),
         );
         let sync = sync::SyncState::new(&s.tasks, &s.programs);
+        let cls = classes::Classes::build(s.classes, &s.tasks, &s.machine);
         let mut e = Engine {
             sync,
+            cls,
             util,
             cpus: vec![CpuRt::default(); n],
             current: vec![None; n],
@@ -1007,6 +1016,9 @@ impl Engine {
                         self.tasks[task].affinity.to_vec(n)
                     )));
                 }
+                if self.is_class_task(task) {
+                    return Err(self.class_refusal(task, &what()));
+                }
                 match self.tasks[task].state {
                     TaskState::Exited => {
                         return Err(self.policy_err(format!("{}: the task has exited", what())));
@@ -1032,6 +1044,9 @@ impl Engine {
                 }
                 if cpus.is_empty() {
                     return Err(self.policy_err(format!("{what}: empty cpu list")));
+                }
+                if self.is_class_task(task) {
+                    return self.class_set_affinity(task, &cpus, &what);
                 }
                 if let Some(&c) = cpus.iter().find(|&&c| c >= n) {
                     return Err(self.policy_err(format!(
@@ -1068,8 +1083,8 @@ impl Engine {
                 }
                 let old = self.tasks[task].weight;
                 self.tasks[task].nice = nice;
-                self.tasks[task].weight = nice_to_weight(nice);
-                if old != self.tasks[task].weight {
+                self.tasks[task].weight = self.tasks[task].weight_at(nice);
+                if old != self.tasks[task].weight && !self.is_class_task(task) {
                     let saved = self.src;
                     self.src = Src::Sched;
                     self.with_sched(|s, cx| s.reweight(cx, task, old));
@@ -1229,9 +1244,11 @@ impl Engine {
         self.iw_cpu(cpu);
         self.cpus[cpu].run_since = self.now;
         self.vm_vcpu_started(cpu, t);
-        self.src = Src::Sched;
-        self.with_sched(|s, cx| s.running(cx, t, cpu));
-        self.apply()?;
+        if self.cls.is_none() || !self.class_started(cpu, t) {
+            self.src = Src::Sched;
+            self.with_sched(|s, cx| s.running(cx, t, cpu));
+            self.apply()?;
+        }
         if self.current[cpu] != Some(t) {
             return Ok(());
         }
@@ -1343,9 +1360,11 @@ impl Engine {
         if self.dsq.is_some() {
             self.dsq_charge(cpu, t);
         }
-        self.src = Src::Sched;
-        self.with_sched(|s, cx| s.stopping(cx, t, cpu, runnable));
-        self.apply()?;
+        if self.cls.is_none() || !self.class_stopped(cpu, t) {
+            self.src = Src::Sched;
+            self.with_sched(|s, cx| s.stopping(cx, t, cpu, runnable));
+            self.apply()?;
+        }
         self.refresh(cpu);
         self.refresh_siblings(cpu);
         Ok(t)
@@ -1363,6 +1382,8 @@ impl Engine {
                 return Ok(()); // already being handled
             }
             self.stop_running(cpu, true)?;
+        }
+        if let Some(t) = prev.filter(|&t| !(self.cls.is_some() && self.class_requeue(t, cpu))) {
             let mut flags = EnqFlags::Preempted;
             let mut dst = self.tasks[t].cpu;
             // A CPU borrowed by a fused object keeps its queue: a task
@@ -1411,9 +1432,19 @@ impl Engine {
         Ok(())
     }
 
+    /// The next task of idle `cpu`: over the class stack when there are rt
+    /// or deadline tasks, else the scheduler's.
+    #[inline]
+    fn pick(&mut self, cpu: CpuId) -> Result<Option<TaskId>, SimError> {
+        if self.cls.is_some() {
+            return self.class_pick(cpu);
+        }
+        self.fair_pick(cpu)
+    }
+
     /// Ask the scheduler for the next task of idle `cpu`: `pick_next`, and if
     /// it has none, `balance` then `pick_next` once more.
-    fn pick(&mut self, cpu: CpuId) -> Result<Option<TaskId>, SimError> {
+    fn fair_pick(&mut self, cpu: CpuId) -> Result<Option<TaskId>, SimError> {
         self.src = Src::Sched;
         let next = self.with_sched(|s, cx| s.pick_next(cx, cpu));
         self.apply()?;
@@ -1458,6 +1489,9 @@ impl Engine {
         self.wake_lat.woke(t, self.now);
         if self.tasks[t].start.is_none() {
             self.tasks[t].start = Some(self.now);
+        }
+        if self.is_class_task(t) {
+            return self.class_wake(t, flags);
         }
         let prev = self.tasks[t].last_ran;
         let cpu = self.sched_select(t, prev, flags)?;
@@ -1592,7 +1626,7 @@ impl Engine {
             for i in 0..nthreads {
                 let t = self.progs[p].threads[i];
                 self.tasks[t].nice = nice;
-                self.tasks[t].weight = nice_to_weight(nice);
+                self.tasks[t].weight = self.tasks[t].weight_at(nice);
             }
         }
         let rel = self.progs[p].rel_deadline;
@@ -2171,7 +2205,7 @@ impl Engine {
                 let Some(t) = self.current[cpu] else {
                     return Ok(false);
                 };
-                let host = c.tick_wanted;
+                let host = c.tick_wanted && !self.is_class_task(t);
                 let guest = self.vm.wants_tick(t);
                 if !host && !guest {
                     return Ok(false);
@@ -2247,6 +2281,7 @@ impl Engine {
                     return Ok(false);
                 }
             }
+            Ev::Class { kind, id, gen } => return self.class_event(kind, id, gen),
             Ev::End => {}
         }
         Ok(true)
