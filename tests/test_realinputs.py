@@ -34,11 +34,12 @@ RUNS = "runs"
 RTAPP: dict[str, str | set[str]] = {
     "browser-long.json": RUNS,
     "browser-short.json": RUNS,
-    "cpufreq_governor_efficiency__calibration.json": {"SCHED_FIFO"},
-    "cpufreq_governor_efficiency__dvfs.json": {"SCHED_FIFO"},
+    # SCHED_FIFO tasks: the rt class.
+    "cpufreq_governor_efficiency__calibration.json": RUNS,
+    "cpufreq_governor_efficiency__dvfs.json": RUNS,
     # dl-runtime on its SCHED_OTHER task is the custom slice (slice_ms); its
-    # other task is SCHED_DEADLINE.
-    "custom-slice.json": {"SCHED_DEADLINE"},
+    # other task is SCHED_DEADLINE (the deadline class).
+    "custom-slice.json": RUNS,
     # merge/: fragments of one workload; given alone, the thread files are in
     # the pre-1.0 grammar and global/resources hold no task.
     "merge__global.json": {"fragment"},
@@ -198,8 +199,8 @@ def test_example5_syntax_error_is_reported_where_it_is() -> None:
 
 
 def test_calibration_cpu_of_the_real_file_is_honoured() -> None:
-    # cpufreq_governor_efficiency/calibration.json calibrates on CPU0 and is a FIFO
-    # task (refused); its SCHED_OTHER twin shows what calibration does on a little CPU0.
+    # cpufreq_governor_efficiency/calibration.json calibrates on CPU0 (a FIFO task;
+    # its SCHED_OTHER twin gives the same phases) on a little CPU0.
     text = (REAL / "rtapp" / "cpufreq_governor_efficiency__calibration.json").read_text()
     other = text.replace('"SCHED_FIFO"', '"SCHED_OTHER"')
     wl = rtapp.parse_rtapp(other)

@@ -3,6 +3,7 @@ documentation (tests/data/rtapp, written for these tests)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -73,14 +74,11 @@ def test_unsupported_features_are_listed_together() -> None:
     with pytest.raises(rtapp.RtAppError) as e:
         rtapp.load_rtapp(DATA / "unsupported.json")
     msg = str(e.value)
-    for needle in (
-        "tasks.rt.policy: SCHED_FIFO is not supported: needs the real-time scheduling class",
-        "tasks.waker.taskgroup: taskgroup '/tg' is not supported: needs group scheduling",
-    ):
-        assert needle in msg
-    # lock/unlock, runtime and the barrier shared by two tasks translate.
+    assert "tasks.waker.taskgroup: taskgroup '/tg' is not supported: needs group scheduling" in msg
+    # SCHED_FIFO, lock/unlock, runtime and the barrier shared by two tasks translate.
     assert "lock" not in msg and "runtime" not in msg and "barrier" not in msg
-    assert sorted(f for _, f in e.value.refused) == ["SCHED_FIFO", "taskgroup"]
+    assert "SCHED_FIFO" not in msg
+    assert sorted(f for _, f in e.value.refused) == ["taskgroup"]
 
 
 def test_rtapp_dialect_comments_trailing_commas_and_error_positions() -> None:
@@ -139,10 +137,8 @@ def test_merge_fragments_are_merged_like_rtapps_merge_py(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("task", "feature"),
     [
-        ('{"run": 10, "policy": "SCHED_DEADLINE", "dl-runtime": 100}', "SCHED_DEADLINE"),
-        ('{"run": 10, "policy": "SCHED_IDLE"}', "SCHED_IDLE"),
-        ('{"run": 10, "util_min": 512}', "util-clamp"),
         ('{"phases": {"a": {"priority": 5, "run": 10}, "b": {"run": 10}}}', "phase-policy"),
+        ('{"phases": {"a": {"util_max": 5, "run": 10}, "b": {"run": 10}}}', "phase-policy"),
         ('{"run": 10, "mem": 1000}', "mem"),
         ('{"run": 10, "iorun": 1000}', "iorun"),
         ('{"exec": 10, "period": 100}', "old-grammar"),
@@ -214,7 +210,7 @@ def test_cli_writes_a_scenario_that_runs(tmp_path: Path, capsys) -> None:
     assert hetsched.load(tmp_path / "s.json").name == "phases"
     assert cli.main(["workload", "from-rt-app", str(DATA / "unsupported.json")]) == 2
     err = capsys.readouterr().err
-    assert "hetsched: error:" in err and "SCHED_FIFO" in err and "Traceback" not in err
+    assert "hetsched: error:" in err and "taskgroup" in err and "Traceback" not in err
 
 
 def test_cli_takes_a_machine_file(tmp_path: Path, capsys) -> None:
@@ -270,7 +266,7 @@ def test_synchronisation_events_become_workload_wide_phases() -> None:
 def test_runtime_custom_slice_phase_cpus_and_fork() -> None:
     text = """{"tasks": {
         "busy": {"loop": 2, "runtime": 4000, "policy": "SCHED_OTHER",
-                 "dl-runtime": 3000000},
+                 "dl-runtime": 3000},
         "mover": {"loop": 1, "cpus": [2], "phases": {
             "a": {"cpus": [0], "run": 1500}, "b": {"cpus": [1], "run": 1500},
             "c": {"run": 1500}}},
@@ -295,7 +291,7 @@ def test_runtime_custom_slice_phase_cpus_and_fork() -> None:
     assert t.loc["child", "work_ms"] == pytest.approx(2.0)
     assert t.loc["mover", "migrations"] == 2
     # A custom slice out of the kernel's range is clamped, and says so.
-    clamped = rtapp.parse_rtapp('{"tasks": {"t": {"run": 10, "dl-runtime": 500000000}}}')
+    clamped = rtapp.parse_rtapp('{"tasks": {"t": {"run": 10, "dl-runtime": 500000}}}')
     assert clamped.programs[0]["slice_ms"] == 100.0
     assert any("clamped to 100 ms" in n for n in clamped.notes)
 
@@ -323,3 +319,64 @@ def test_a_timer_shared_by_instances_is_one_timer() -> None:
     (prog,) = wl.programs
     assert prog["kind"] == "phases"
     assert prog["phases"] == [{"compute_ms": 1.0}, {"timer": "tick", "timer_ms": 10.0}]
+
+
+@pytest.mark.parametrize(
+    ("task", "fields"),
+    [
+        # rt-app's default priority of a FIFO/RR task is 10.
+        ('"policy": "SCHED_FIFO"', {"policy": "fifo", "priority": 10}),
+        ('"policy": "SCHED_RR", "priority": 42', {"policy": "rr", "priority": 42}),
+        # dl-* are microseconds; the period defaults to the runtime, the deadline to the period.
+        (
+            '"policy": "SCHED_DEADLINE", "dl-runtime": 2000, "dl-period": 10000',
+            {"policy": "deadline", "dl_runtime_ms": 2.0, "dl_period_ms": 10.0,
+             "dl_deadline_ms": 10.0},
+        ),
+        (
+            '"policy": "SCHED_DEADLINE", "dl-runtime": 3000',
+            {"policy": "deadline", "dl_runtime_ms": 3.0, "dl_period_ms": 3.0,
+             "dl_deadline_ms": 3.0},
+        ),
+        ('"policy": "SCHED_IDLE", "priority": 5', {"policy": "idle", "nice": 5}),
+        ('"policy": "SCHED_OTHER", "dl-runtime": 3000', {"slice_ms": 3.0}),
+        ('"util_min": 128, "util_max": 512', {"uclamp_min": 128, "uclamp_max": 512}),
+        ('"util_min": -1, "util_max": 300', {"uclamp_max": 300}),
+    ],
+)
+def test_scheduling_parameters_map_to_program_fields(task: str, fields: dict) -> None:
+    wl = rtapp.parse_rtapp(f'{{"tasks": {{"t": {{"run": 1000, "sleep": 1000, {task}}}}}}}')
+    prog = wl.programs[0]
+    keys = ("policy", "priority", "nice", "slice_ms", "uclamp_min", "uclamp_max",
+            "dl_runtime_ms", "dl_period_ms", "dl_deadline_ms")  # fmt: skip
+    assert {k: prog[k] for k in keys if k in prog} == fields
+
+
+@pytest.mark.parametrize(
+    ("task", "where"),
+    [
+        ('"policy": "SCHED_FIFO", "priority": 0', "tasks.t.priority"),
+        ('"policy": "SCHED_FIFO", "priority": 100', "tasks.t.priority"),
+        ('"policy": "SCHED_DEADLINE"', "tasks.t.dl-runtime"),
+        ('"util_min": 2000', "tasks.t.util_min"),
+        ('"util_min": 600, "util_max": 500', "tasks.t.util_min"),
+    ],
+)
+def test_bad_scheduling_parameters_name_their_field(task: str, where: str) -> None:
+    with pytest.raises(rtapp.RtAppError, match=re.escape(where)):
+        rtapp.parse_rtapp(f'{{"tasks": {{"t": {{"run": 1000, {task}}}}}}}')
+
+
+def test_a_fifo_task_runs_in_the_rt_class_above_fair_tasks() -> None:
+    # One CPU: the FIFO task's 5 ms bursts every 10 ms run at once, whatever the fair hog does.
+    wl = rtapp.parse_rtapp(
+        '{"tasks": {"rt": {"policy": "SCHED_FIFO", "priority": 50, "run": 5000, '
+        '"timer": {"ref": "unique", "period": 10000}}, "hog": {"run": 100000}}, '
+        '"global": {"duration": 1}}'
+    )
+    one_cpu = {"types": {"core": {"capacity": 1024}}, "cpus": [{"type": "core"}]}
+    res = hetsched.run(wl.scenario(machine=one_cpu))
+    tasks = res.tasks.set_index("program")
+    assert tasks.loc["rt", "policy"] == "fifo" and tasks.loc["rt", "rt_priority"] == 50
+    assert tasks.loc["rt", "wait_s"] == pytest.approx(0.0, abs=1e-6)
+    assert tasks.loc["hog", "cpu_s"] == pytest.approx(0.5, rel=0.02)

@@ -33,9 +33,18 @@ task                                    a program (its name is the task's)
 ``phases`` with their own ``loop``      the phase's events, repeated ``loop`` times
 only ``run`` then a ``timer`` of its own a ``periodic`` program: ``wcet_ms`` of work
                                         released every ``period_ms``
-``priority`` with ``SCHED_OTHER``       ``nice``
-``dl-runtime`` with ``SCHED_OTHER``     ``slice_ms`` (EEVDF custom slice, clamped
-                                        to 0.1-100 ms as the kernel does)
+``priority`` with ``SCHED_OTHER``/IDLE  ``nice``
+``dl-runtime`` with ``SCHED_OTHER``     ``slice_ms`` (EEVDF custom slice; rt-app
+                                        reads µs; clamped to 0.1-100 ms as the
+                                        kernel does)
+``policy``: ``SCHED_FIFO``/``RR``/      ``policy`` ``fifo``/``rr``/``idle``/
+``IDLE``/``DEADLINE`` (or               ``deadline`` (the rt and deadline
+``global.default_policy``)              classes above the fair scheduler)
+``priority`` with ``SCHED_FIFO``/``RR`` ``priority`` (rt-app's default: 10)
+``dl-runtime``/``-period``/``-deadline`` ``dl_runtime_ms``/``dl_period_ms``/
+with ``SCHED_DEADLINE``: µs             ``dl_deadline_ms`` (period defaults to
+                                        the runtime, deadline to the period)
+``util_min``/``util_max`` (task)        ``uclamp_min``/``uclamp_max``
 ``cpus`` (task, or the same in every    ``affinity``
 phase)
 ``delay``: µs                           ``start_ms``
@@ -87,17 +96,9 @@ EVENTS = (
 REFUSED: dict[str, str] = {
     "mem": "writes a number of bytes to memory; no memory-bandwidth model turns bytes into time",
     "iorun": "writes a number of bytes to a device; no device model turns bytes into time",
-    "SCHED_FIFO": "needs the real-time scheduling class (priorities 1-99, run to "
-    "completion, push/pull between CPUs, RT throttling) in the engine",
-    "SCHED_RR": "needs the real-time scheduling class (priorities 1-99, 100 ms timeslice, "
-    "push/pull, RT throttling) in the engine",
-    "SCHED_DEADLINE": "needs the deadline scheduling class (EDF with CBS budgets, "
-    "admission control) in the engine",
-    "SCHED_IDLE": "needs SCHED_IDLE (a fair weight of 3, below nice 19) in the engine",
     "taskgroup": "needs group scheduling (the cgroup cpu controller's hierarchical shares)",
-    "util-clamp": "util_min/util_max need utilization clamping (uclamp) in the engine",
-    "phase-policy": "phases with different policy or priority need scheduling-parameter "
-    "changes during a program",
+    "phase-policy": "phases with a policy, priority or util clamp of their own need "
+    "scheduling-parameter changes during a program (the engine sets them per program)",
     "old-grammar": "exec/period/deadline/lock_order/resources is the grammar of rt-app "
     "before version 1 (the merge/ examples); it is not translated to the current one",
 }
@@ -596,7 +597,7 @@ def _task(
                 if not _is_int(loop) or loop < 1:
                     c.bad(f"{pwhere}.loop", "expected an integer >= 1 in a phase")
                     loop = 1
-                _groups_and_clamps(pprops, pwhere, c)
+                _groups_and_clamps(pprops, pwhere, c, phase=True)
                 if set(pprops) & set(_SCHED_KEYS):
                     merged = {**{k: v for k, v in props.items() if k in _SCHED_KEYS}, **pprops}
                     if _sched(merged, pwhere, default_policy, c) != task_sched:
@@ -633,33 +634,8 @@ def _task(
         prog["affinity"] = task_cpus
 
     policy, prio, dl = task_sched
-    pwhere = f"{where}.policy" if "policy" in props else f"{where} (global.default_policy)"
-    if policy != "SCHED_OTHER":
-        c.refuse(pwhere, policy)
-    else:
-        runtime = dl.get("dl-runtime")
-        if runtime:
-            if not _is_num(runtime) or runtime < 0:
-                c.bad(f"{where}.dl-runtime", "expected nanoseconds >= 0")
-            else:
-                # The kernel clamps a SCHED_OTHER custom slice to 0.1-100 ms.
-                ms = runtime / 1e6
-                slice_ms = min(100.0, max(0.1, ms))
-                if slice_ms != ms:
-                    c.notes.append(
-                        f"{where}.dl-runtime: {runtime} ns is clamped to {slice_ms:g} ms as "
-                        "the kernel clamps a custom slice (0.1-100 ms)"
-                    )
-                prog["slice_ms"] = _round(slice_ms)
-        others = [k for k in dl if k != "dl-runtime"]
-        if others:
-            c.notes.append(f"{where}: {', '.join(others)} ignored: the kernel ignores them for "
-                           "SCHED_OTHER")  # fmt: skip
-        if prio is not None:
-            if not -20 <= prio <= 19:
-                c.bad(f"{where}.priority", "a SCHED_OTHER priority is a nice value -20..19")
-            else:
-                prog["nice"] = int(prio)
+    _sched_fields(prog, policy, prio, dl, where, c)
+    _clamps(prog, props, where, c)
 
     for ev, key, _value, w in body:
         if ev in REFUSED:
@@ -806,13 +782,103 @@ def _phase(
     return None
 
 
-def _groups_and_clamps(d: dict[str, Any], where: str, c: _Collect) -> None:
+def _groups_and_clamps(d: dict[str, Any], where: str, c: _Collect, phase: bool = False) -> None:
     tg = d.get("taskgroup")
     if tg is not None and tg != "":
         c.refuse(f"{where}.taskgroup", "taskgroup", f"taskgroup {tg!r}")
     for key in ("util_min", "util_max"):
-        if key in d:
-            c.refuse(f"{where}.{key}", "util-clamp", key)
+        if phase and key in d:
+            c.refuse(f"{where}.{key}", "phase-policy", key)
+
+
+#: rt-app's policy names and the scenario's.
+_POLICY_FIELD = {
+    "SCHED_OTHER": "other", "SCHED_IDLE": "idle", "SCHED_FIFO": "fifo",
+    "SCHED_RR": "rr", "SCHED_DEADLINE": "deadline",
+}  # fmt: skip
+
+#: rt-app's priority of a SCHED_FIFO/RR task that gives none
+#: (DEFAULT_THREAD_PRIORITY in rt-app's parser).
+RT_DEFAULT_PRIORITY = 10
+
+
+def _sched_fields(
+    prog: dict[str, Any],
+    policy: str,
+    prio: int | None,
+    dl: dict[str, Any],
+    where: str,
+    c: _Collect,
+) -> None:
+    """The program's `policy`, `priority`, nice, deadline parameters or custom
+    slice, from a task's rt-app scheduling parameters. rt-app reads
+    ``dl-runtime``/``dl-period``/``dl-deadline`` in microseconds; a missing
+    period is the runtime and a missing deadline the period, as its parser
+    does."""
+    if policy != "SCHED_OTHER":
+        prog["policy"] = _POLICY_FIELD[policy]
+    us: dict[str, float] = {}
+    for key, value in dl.items():
+        if not _is_num(value) or value < 0:
+            c.bad(f"{where}.{key}", "expected microseconds >= 0")
+        else:
+            us[key] = float(value)
+    if policy in ("SCHED_FIFO", "SCHED_RR"):
+        p = RT_DEFAULT_PRIORITY if prio is None else prio
+        if not 1 <= p <= 99:
+            c.bad(f"{where}.priority", f"a {policy} priority is 1..99, got {p}")
+        else:
+            prog["priority"] = int(p)
+        if us:
+            c.notes.append(f"{where}: {', '.join(us)} ignored: the kernel ignores them for "
+                           f"{policy}")  # fmt: skip
+    elif policy == "SCHED_DEADLINE":
+        runtime = us.get("dl-runtime", 0.0)
+        if runtime <= 0:
+            c.bad(f"{where}.dl-runtime", "SCHED_DEADLINE needs a runtime > 0 (microseconds)")
+            return
+        period = us.get("dl-period") or runtime
+        deadline = us.get("dl-deadline") or period
+        prog["dl_runtime_ms"] = _round(runtime / 1000.0)
+        prog["dl_deadline_ms"] = _round(deadline / 1000.0)
+        prog["dl_period_ms"] = _round(period / 1000.0)
+    else:  # SCHED_OTHER, SCHED_IDLE: priority is the nice value
+        runtime = us.get("dl-runtime", 0.0)
+        if runtime and policy == "SCHED_OTHER":
+            # The kernel clamps a SCHED_OTHER custom slice to 0.1-100 ms.
+            ms = runtime / 1000.0
+            slice_ms = min(100.0, max(0.1, ms))
+            if slice_ms != ms:
+                c.notes.append(
+                    f"{where}.dl-runtime: {runtime:g} us is clamped to {slice_ms:g} ms as "
+                    "the kernel clamps a custom slice (0.1-100 ms)"
+                )
+            prog["slice_ms"] = _round(slice_ms)
+        others = [k for k in us if k != "dl-runtime" or policy != "SCHED_OTHER"]
+        if others:
+            c.notes.append(f"{where}: {', '.join(others)} ignored: the kernel ignores them for "
+                           f"{policy}")  # fmt: skip
+        if prio is not None:
+            if not -20 <= prio <= 19:
+                c.bad(f"{where}.priority", f"a {policy} priority is a nice value -20..19")
+            else:
+                prog["nice"] = int(prio)
+
+
+def _clamps(prog: dict[str, Any], props: dict[str, Any], where: str, c: _Collect) -> None:
+    """A task's util_min/util_max as the program's uclamp_min/uclamp_max
+    (rt-app: -1 leaves the clamp unset; above 1024 is invalid)."""
+    for key, name in (("util_min", "uclamp_min"), ("util_max", "uclamp_max")):
+        v = props.get(key)
+        if v is None or v == -1:
+            continue
+        if not _is_int(v) or not 0 <= v <= 1024:
+            c.bad(f"{where}.{key}", f"expected an integer 0..1024 (or -1: unset), got {v!r}")
+        else:
+            prog[name] = int(v)
+    lo, hi = prog.get("uclamp_min"), prog.get("uclamp_max")
+    if lo is not None and hi is not None and lo > hi:
+        c.bad(f"{where}.util_min", f"{lo} is above util_max {hi}")
 
 
 def _cpus(value: Any, where: str, c: _Collect) -> list[int] | None:

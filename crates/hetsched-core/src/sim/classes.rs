@@ -370,6 +370,13 @@ impl Engine {
     /// Charge the time since the last accounting on `cpu` to what runs
     /// there: an RR timeslice, a deadline budget, the fair server.
     fn class_account(&mut self, cpu: CpuId) {
+        self.class_charge(cpu, self.current[cpu]);
+    }
+
+    /// Charge the time since the last accounting on `cpu` to `cur`, the
+    /// task that ran there (given explicitly when it has just stopped: the
+    /// engine has already cleared the CPU's current task).
+    fn class_charge(&mut self, cpu: CpuId, cur: Option<TaskId>) {
         let now = self.now;
         let cls = self.cls.as_deref_mut().expect("class state");
         let dt = now.since(cls.since[cpu]).0;
@@ -377,7 +384,7 @@ impl Engine {
         if dt == 0 {
             return;
         }
-        let Some(t) = self.current[cpu] else { return };
+        let Some(t) = cur else { return };
         match self.tasks[t].sched.policy {
             SchedPolicy::Rr => cls.rt.slice_left[t] = cls.rt.slice_left[t].saturating_sub(dt),
             SchedPolicy::Fifo => {}
@@ -489,7 +496,7 @@ impl Engine {
     /// `t` stops running on `cpu`. Returns whether it is an rt or deadline
     /// task (the fair scheduler's `stopping` is then not called).
     pub(super) fn class_stopped(&mut self, cpu: CpuId, t: TaskId) -> bool {
-        self.class_account(cpu);
+        self.class_charge(cpu, Some(t));
         let a = self.tasks[t].sched;
         let cls = self.cls();
         cls.enf_gen[cpu] = cls.enf_gen[cpu].wrapping_add(1);
