@@ -458,6 +458,9 @@ impl Engine {
                 (sched, cx)
             }
             CtxFor::Guest(k) => {
+                // A guest sees no cpusets and no vCPUs of its own.
+                const NO_CPUSETS: &Vec<crate::os::Cpuset> = &Vec::new();
+                const NO_VCPUS: &Vec<Option<crate::os::VcpuInfo>> = &Vec::new();
                 let g = &mut vms[k];
                 let cx = Ctx {
                     now: *now,
@@ -467,12 +470,12 @@ impl Engine {
                     online: &g.online,
                     domain_mhz: &g.dom_mhz,
                     progs,
-                    cpusets: &[],
+                    cpusets: NO_CPUSETS,
                     ratings: &g.ratings,
                     reqs: vreqs,
                     rng,
                     obs,
-                    vcpus: &[],
+                    vcpus: NO_VCPUS,
                     fusion_levels: &[],
                     dsq: None,
                     util: None,
