@@ -17,8 +17,8 @@
 //! ticks within milliseconds, wake-ups within tens of milliseconds. Those go
 //! into a **timing wheel** of [`SLOTS`] buckets of [`SLOT_NS`] each (about
 //! 268 ms in all): a push appends to the bucket of its time, unsorted; a
-//! bucket is sorted once, when the earliest events are taken from it (a few
-//! events each in a busy run). Events in the bucket of the current time (the
+//! bucket is sorted once, when the earliest events are taken from it (one or
+//! two events each in a busy run). Events in the bucket of the current time (the
 //! bucket being emptied) and events beyond the wheel's span go into a
 //! **binary heap**. The earliest event is the smaller of the two minima, so
 //! the order is exactly the heap's alone.
@@ -26,7 +26,7 @@
 //! Costs: `push` O(1) into the wheel, O(log n) into the heap; `pop` O(1)
 //! amortised from the wheel (plus sorting each bucket once, O(k log k) for
 //! its k events, and a scan of the occupancy bitmap for the next bucket:
-//! at most two words), O(log n) from the heap; `peek_time` O(k) for the
+//! at most five words), O(log n) from the heap; `peek_time` O(k) for the
 //! next bucket's k events; `len` O(1).
 
 use crate::time::SimTime;
@@ -74,17 +74,21 @@ impl EventClass {
 }
 
 /// log2 of a wheel bucket's width in ns.
-const SLOT_SHIFT: u32 = 16;
-/// Width of a wheel bucket: 65.536 µs, a fraction of a scheduler tick (1 to
-/// 10 ms) and of a typical run slice, so that a busy bucket holds a few
-/// events (the standard benchmark: about 5) and sorting it is cheap.
+const SLOT_SHIFT: u32 = 14;
+/// Width of a wheel bucket: 16.384 µs, a small fraction of a scheduler tick
+/// (1 to 10 ms) and of a typical run slice, so that a busy bucket holds one
+/// or two events (the standard benchmark: about 1.3; with 65.5 µs buckets,
+/// about 5, sorting them cost 38 instructions per event) and sorting it is
+/// nearly free.
 pub const SLOT_NS: u64 = 1 << SLOT_SHIFT;
-/// Buckets in the wheel: 4096 × 65.536 µs ≈ 268 ms ahead of now, longer than
-/// the sleeps of interactive and periodic threads; later events go to the
-/// heap. 4096 = 64 × 64, so the occupancy bitmap has a one-word summary.
-pub const SLOTS: usize = 4096;
+/// Buckets in the wheel: 16384 × 16.384 µs ≈ 268 ms ahead of now, longer
+/// than the sleeps of interactive and periodic threads; later events go to
+/// the heap. 16384 = 64 × 256: the occupancy bitmap has 256 words and a
+/// summary of 4.
+pub const SLOTS: usize = 16384;
 const MASK: u64 = SLOTS as u64 - 1;
 const WORDS: usize = SLOTS / 64;
+const SUMMARY: usize = WORDS / 64;
 
 struct Entry<E> {
     /// The whole order in one integer, compared in one step: the event time
@@ -128,6 +132,26 @@ impl<E> Ord for Entry<E> {
     }
 }
 
+/// Sort a bucket by decreasing key (its earliest event last). Buckets hold
+/// one or two events in a busy run: an insertion sort in place costs a
+/// compare or two there, where the library's sort pays its set-up (about 70
+/// instructions a bucket); a large bucket (a burst of events within 16 µs)
+/// gets the library's sort.
+#[inline]
+fn sort_bucket<E>(b: &mut [Entry<E>]) {
+    if b.len() > 16 {
+        b.sort_unstable_by(|x, y| y.key.cmp(&x.key));
+        return;
+    }
+    for j in 1..b.len() {
+        let mut k = j;
+        while k > 0 && b[k - 1].key < b[k].key {
+            b.swap(k - 1, k);
+            k -= 1;
+        }
+    }
+}
+
 /// A min-priority queue of events of payload type `E` (see the module doc).
 ///
 /// Invariants: every event in the wheel lies in a bucket `s` (absolute
@@ -139,8 +163,8 @@ pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
     slots: Box<[Vec<Entry<E>>; SLOTS]>,
     occupied: [u64; WORDS],
-    /// Bit `w`: `occupied[w] != 0`.
-    summary: u64,
+    /// Bit `w % 64` of word `w / 64`: `occupied[w] != 0`.
+    summary: [u64; SUMMARY],
     /// Absolute number of the bucket being emptied.
     cur: u64,
     /// Events in the wheel.
@@ -160,9 +184,11 @@ impl<E> EventQueue<E> {
         let slots: Box<[Vec<Entry<E>>]> = (0..SLOTS).map(|_| Vec::new()).collect();
         EventQueue {
             heap: BinaryHeap::new(),
-            slots: slots.try_into().unwrap_or_else(|_| unreachable!("SLOTS buckets")),
+            slots: slots
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("SLOTS buckets")),
             occupied: [0; WORDS],
-            summary: 0,
+            summary: [0; SUMMARY],
             cur: 0,
             in_wheel: 0,
             next_seq: 0,
@@ -184,7 +210,7 @@ impl<E> EventQueue<E> {
             let i = (s & MASK) as usize;
             self.slots[i].push(e);
             self.occupied[i / 64] |= 1 << (i % 64);
-            self.summary |= 1 << (i / 64);
+            self.summary[i / 4096] |= 1 << ((i / 64) % 64);
             self.in_wheel += 1;
         } else {
             self.heap.push(e);
@@ -199,15 +225,21 @@ impl<E> EventQueue<E> {
         if bits != 0 {
             return Some(w * 64 + bits.trailing_zeros() as usize);
         }
-        let rest = if w + 1 < WORDS {
-            self.summary & (!0u64 << (w + 1))
-        } else {
-            0
-        };
-        if rest == 0 {
+        // The summary's words from the one holding word `w + 1` on.
+        let from = w + 1;
+        if from >= WORDS {
             return None;
         }
-        let w2 = rest.trailing_zeros() as usize;
+        let mut sw = from / 64;
+        let mut bits = self.summary[sw] & (!0u64 << (from % 64));
+        while bits == 0 {
+            sw += 1;
+            if sw >= SUMMARY {
+                return None;
+            }
+            bits = self.summary[sw];
+        }
+        let w2 = sw * 64 + bits.trailing_zeros() as usize;
         Some(w2 * 64 + self.occupied[w2 % WORDS].trailing_zeros() as usize)
     }
 
@@ -227,7 +259,7 @@ impl<E> EventQueue<E> {
     /// key. Moves `cur` to the wheel's first occupied bucket (sorting it)
     /// only when that bucket is not later than the heap's earliest event, so
     /// that `cur` never passes the time of the event popped next.
-    #[inline]
+    #[inline(always)]
     fn wheel_first(&mut self, heap_min: Option<u128>) -> bool {
         if self.in_wheel == 0 {
             return false;
@@ -244,7 +276,7 @@ impl<E> EventQueue<E> {
         }
         self.cur = s;
         let b = &mut self.slots[(s & MASK) as usize];
-        b.sort_unstable_by(|x, y| y.key.cmp(&x.key));
+        sort_bucket(b);
         let first = b.last().expect("an occupied bucket").key;
         heap_min.map_or(true, |h| first < h)
     }
@@ -263,7 +295,7 @@ impl<E> EventQueue<E> {
         if b.is_empty() {
             self.occupied[i / 64] &= !(1 << (i % 64));
             if self.occupied[i / 64] == 0 {
-                self.summary &= !(1 << (i / 64));
+                self.summary[i / 4096] &= !(1 << ((i / 64) % 64));
             }
         }
         self.in_wheel -= 1;
@@ -349,7 +381,6 @@ mod tests {
             x
         };
         let mut seq = 0u64;
-        let mut now = 0u64;
         let mut push = |q: &mut EventQueue<u64>, m: &mut BTreeMap<_, _>, at: u64, c: u8| {
             let cls = class_of(c);
             q.push(SimTime(at), cls, seq);
@@ -365,7 +396,7 @@ mod tests {
             let want = model.pop_first().map(|((t, c, _), p)| (t, c, p));
             assert_eq!(got, want);
             let (t, _, _) = got.expect("never empty");
-            now = t.0;
+            let now = t.0;
             let r = rnd();
             let (at, c) = match r % 16 {
                 0 => (now, (r >> 8) as u8),
