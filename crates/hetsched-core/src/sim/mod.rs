@@ -813,11 +813,16 @@ impl Engine {
 
     /// Apply the requests the last callback recorded. Most callbacks record
     /// none, so the check is inlined and the work is out of line.
-    #[inline]
+    #[inline(always)]
     fn apply(&mut self) -> Result<(), SimError> {
         if self.reqs.is_empty() {
             return Ok(());
         }
+        self.apply_some()
+    }
+
+    #[inline(never)]
+    fn apply_some(&mut self) -> Result<(), SimError> {
         // The commonest batch by far: one tick wish from the scheduler.
         if let [Request::WantTick { cpu, on }] = self.reqs[..] {
             if matches!(self.src, Src::Sched) && cpu < self.m.ncpus() {
