@@ -88,7 +88,8 @@ def build_engine(tree: Path, target_dir: Path) -> Path:
             msg = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if msg.get("reason") == "compiler-artifact" and msg.get("target", {}).get("name") == "engine":
+        target = msg.get("target", {}).get("name")
+        if msg.get("reason") == "compiler-artifact" and target == "engine":
             exe = msg.get("executable") or exe
     if exe is None:
         raise RuntimeError(f"bench: cargo built no engine benchmark in {tree}")
