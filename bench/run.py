@@ -18,7 +18,9 @@ Runs, in one invocation (see docs/performance.md for what each number means):
 4. **growth** of the cost per event from 8 to 1024 CPUs per policy
    (``bench/growth.py``'s ``measure_growth`` when that module is there);
 5. the local **sweep speed-up** with 2 workers against 1 (``sweep_speedup.py``);
-6. the side-by-side comparison with SimSo (``compare_simso.py``).
+6. the side-by-side comparison with SimSo (``compare_simso.py``);
+7. with ``--baseline REV``, the engine's instructions per event at ``REV``
+   and at this tree, measured in this run (``baseline.py``).
 
 It writes ``bench/results.json``; ``--update-docs`` also rewrites the
 generated tables of docs/performance.md (between ``<!-- bench:NAME -->``
@@ -407,6 +409,13 @@ def main(argv: list[str] | None = None) -> int:
         "says otherwise) and rewrite the generated tables of docs/performance.md",
     )
     ap.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also compare the engine's instructions per event with revision REV's, "
+        "in this run (bench/baseline.py: builds REV's and this tree's engine "
+        "benchmark; callgrind)",
+    )
+    ap.add_argument(
         "--docs-from",
         type=Path,
         metavar="RESULTS_JSON",
@@ -496,6 +505,13 @@ def main(argv: list[str] | None = None) -> int:
             results["simso"] = compare(ROWS)
         except (OSError, subprocess.CalledProcessError) as e:
             results["simso"] = {"error": f"SimSo could not be installed or run: {e}"}
+    if args.baseline:
+        import baseline
+
+        try:
+            results["baseline"] = baseline.compare(args.baseline, list(baseline.SCHEDULERS))
+        except (RuntimeError, subprocess.CalledProcessError) as e:
+            results["baseline"] = {"error": str(e)[-800:]}
     results["machine"]["load_after"] = os.getloadavg()[0]
     results["bench_wall_s"] = time.perf_counter() - started
     args.out.write_text(json.dumps(results, indent=2) + "\n")
@@ -557,6 +573,13 @@ def report(results: dict[str, Any]) -> None:
             f"{sw['wall_s_2']:.2f} s: {sw['speedup']:.2f}× "
             f"(CPU bound {sw['cpu_bound_speedup']:.2f}×)"
         )
+    base = results.get("baseline")
+    if base and "error" not in base:
+        import baseline
+
+        print(baseline.table(base))
+    elif base:
+        print(f"baseline: not measured ({base['error']})")
     simso = results.get("simso")
     for row in simso if isinstance(simso, list) else []:
         print(

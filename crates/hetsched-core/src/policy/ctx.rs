@@ -140,24 +140,30 @@ pub struct Observation {
 }
 
 /// What a policy sees and acts through during one callback.
+///
+/// The engine builds one for every callback, so it is kept cheap to build:
+/// the engine's arrays are lent as `&Vec` (one pointer each) rather than as
+/// slices (a pointer and a length each, the length loaded from the vector):
+/// on the engine's hot paths that halves the words written per context
+/// (see docs/performance.md).
 pub struct Ctx<'a> {
     /// Current simulated time.
     pub now: SimTime,
     /// The machine description.
     pub machine: &'a Machine,
-    pub(crate) tasks: &'a [Task],
-    pub(crate) current: &'a [Option<TaskId>],
-    pub(crate) online: &'a [bool],
-    pub(crate) domain_mhz: &'a [u32],
-    pub(crate) progs: &'a [crate::workload::Program],
-    pub(crate) cpusets: &'a [crate::os::Cpuset],
+    pub(crate) tasks: &'a Vec<Task>,
+    pub(crate) current: &'a Vec<Option<TaskId>>,
+    pub(crate) online: &'a Vec<bool>,
+    pub(crate) domain_mhz: &'a Vec<u32>,
+    pub(crate) progs: &'a Vec<crate::workload::Program>,
+    pub(crate) cpusets: &'a Vec<crate::os::Cpuset>,
     /// Each CPU's rating, kept by the engine (recomputed at P-state changes).
-    pub(crate) ratings: &'a [f64],
+    pub(crate) ratings: &'a Vec<f64>,
     pub(crate) reqs: &'a mut Vec<Request>,
     pub(crate) rng: &'a mut rand_pcg::Pcg64Mcg,
     pub(crate) obs: &'a [Observation],
     /// Per task: what a host scheduler sees of a vCPU (empty without VMs).
-    pub(crate) vcpus: &'a [Option<crate::os::VcpuInfo>],
+    pub(crate) vcpus: &'a Vec<Option<crate::os::VcpuInfo>>,
     /// Fusion levels of the scenario's `[dynamic]` section (empty without).
     pub(crate) fusion_levels: &'a [usize],
     /// The dispatch queues, for a scheduler that uses them (`scx.rs`).

@@ -24,8 +24,22 @@ use crate::hw::CpuId;
 use crate::os::{CpuSet, TaskId, TaskState};
 use crate::time::SimTime;
 
-/// `IdleWait::idle_w` of a CPU that is busy or offline.
+/// `PerCpu::idle_w` of a CPU that is busy or offline.
 const BUSY: u64 = u64::MAX;
+
+/// The counters of one CPU, together so that an event touching a CPU
+/// checks one index.
+#[derive(Clone, Debug)]
+struct PerCpu {
+    /// `w` when it became idle and online ([`BUSY`]: busy or offline).
+    idle_w: u64,
+    /// Accrued time, ns.
+    acc: u64,
+    /// Runnable restricted tasks that allow it.
+    rc: u32,
+    /// Start of an interval idle, online, with `full == 0` and `rc > 0`.
+    r_since: Option<SimTime>,
+}
 
 /// The counters (see the module doc).
 #[derive(Clone, Debug, Default)]
@@ -37,26 +51,21 @@ pub(crate) struct IdleWait {
     /// Time with `full > 0`, ns, up to `last`.
     w: u64,
     last: SimTime,
-    /// Per CPU: runnable restricted tasks that allow it.
-    rc: Vec<u32>,
-    /// Per CPU: `w` when it became idle and online ([`BUSY`]: busy or
-    /// offline).
-    idle_w: Vec<u64>,
-    /// Per CPU: start of an interval idle, online, with `full == 0` and
-    /// `rc > 0`.
-    r_since: Vec<Option<SimTime>>,
-    /// Per CPU: accrued time, ns.
-    acc: Vec<u64>,
+    /// Per CPU.
+    cpu: Vec<PerCpu>,
 }
 
 impl IdleWait {
     /// Every CPU idle and online, no task waiting.
     pub(crate) fn new(ncpus: usize) -> IdleWait {
+        let c = PerCpu {
+            idle_w: 0,
+            acc: 0,
+            rc: 0,
+            r_since: None,
+        };
         IdleWait {
-            rc: vec![0; ncpus],
-            idle_w: vec![0; ncpus],
-            r_since: vec![None; ncpus],
-            acc: vec![0; ncpus],
+            cpu: vec![c; ncpus],
             ..IdleWait::default()
         }
     }
@@ -78,18 +87,19 @@ impl IdleWait {
     }
 
     fn close_r(&mut self, c: CpuId, now: SimTime) {
-        if let Some(s) = self.r_since[c].take() {
-            self.acc[c] += now.0 - s.0;
+        let pc = &mut self.cpu[c];
+        if let Some(s) = pc.r_since.take() {
+            pc.acc += now.0 - s.0;
         }
     }
 
     /// Time accrued by `cpu` up to `now` (no state change).
     pub(crate) fn total_ns(&self, cpu: CpuId, now: SimTime) -> u64 {
         let w = self.w_at(now);
-        let m = self.idle_w[cpu];
-        let open_w = if m == BUSY { 0 } else { w - m };
-        let open_r = self.r_since[cpu].map_or(0, |s| now.0.saturating_sub(s.0));
-        self.acc[cpu] + open_w + open_r
+        let pc = &self.cpu[cpu];
+        let open_w = if pc.idle_w == BUSY { 0 } else { w - pc.idle_w };
+        let open_r = pc.r_since.map_or(0, |s| now.0.saturating_sub(s.0));
+        pc.acc + open_w + open_r
     }
 }
 
@@ -113,6 +123,7 @@ fn is_full(aff: &CpuSet, n: usize) -> bool {
 
 impl Engine {
     /// Task `t` starts (`+1`) or stops (`-1`) waiting with affinity `aff`.
+    #[inline(never)]
     fn iw_task(&mut self, t: TaskId, add: bool) {
         if self.is_guest(t) {
             return;
@@ -131,8 +142,8 @@ impl Engine {
                 for c in 0..n {
                     if iw.full > 0 {
                         iw.close_r(c, now);
-                    } else if iw.idle_w[c] != BUSY && iw.rc[c] > 0 {
-                        iw.r_since[c] = Some(now);
+                    } else if iw.cpu[c].idle_w != BUSY && iw.cpu[c].rc > 0 {
+                        iw.cpu[c].r_since = Some(now);
                     }
                 }
             }
@@ -140,31 +151,48 @@ impl Engine {
         }
         count(&mut iw.restricted, add);
         for c in (0..n).filter(|&c| aff.contains(c)) {
+            let full = iw.full;
+            let pc = &mut iw.cpu[c];
             if add {
-                iw.rc[c] += 1;
-                if iw.rc[c] == 1 && iw.full == 0 && iw.idle_w[c] != BUSY {
-                    iw.r_since[c] = Some(now);
+                pc.rc += 1;
+                if pc.rc == 1 && full == 0 && pc.idle_w != BUSY {
+                    pc.r_since = Some(now);
                 }
             } else {
-                iw.rc[c] -= 1;
-                if iw.rc[c] == 0 {
+                pc.rc -= 1;
+                if pc.rc == 0 {
                     iw.close_r(c, now);
                 }
             }
         }
     }
 
-    /// A task's state changes from `old` to `new`.
-    #[inline]
+    /// A task's state changes from `old` to `new`. The common case (a host
+    /// task that may run anywhere, and no waiting task with a restricted
+    /// affinity, so no CPU has an interval of its own) is a counter and a
+    /// clock updated in place.
+    #[inline(always)]
     pub(super) fn iw_state(&mut self, t: TaskId, old: TaskState, new: TaskState) {
-        if old == new {
+        let add = if old == new {
+            return;
+        } else if old == TaskState::Runnable {
+            false
+        } else if new == TaskState::Runnable {
+            true
+        } else {
+            return;
+        };
+        if self.iw.restricted == 0
+            && matches!(self.tasks[t].affinity, CpuSet::All)
+            && !self.is_guest(t)
+        {
+            let now = self.now;
+            let iw = &mut self.iw;
+            iw.advance(now);
+            count(&mut iw.full, add);
             return;
         }
-        if old == TaskState::Runnable {
-            self.iw_task(t, false);
-        } else if new == TaskState::Runnable {
-            self.iw_task(t, true);
-        }
+        self.iw_task(t, add);
     }
 
     /// A waiting task's affinity is about to change (`before`) or has
@@ -176,26 +204,31 @@ impl Engine {
     }
 
     /// `cpu`'s busy or online state may have changed.
-    #[inline]
+    #[inline(always)]
     pub(super) fn iw_cpu(&mut self, cpu: CpuId) {
         let idle = self.current[cpu].is_none() && self.online[cpu];
+        let now = self.now;
         let iw = &mut self.iw;
-        let m = iw.idle_w[cpu];
+        let full = iw.full;
+        let restricted = iw.restricted;
+        let w = iw.w_at(now);
+        let pc = &mut iw.cpu[cpu];
+        let m = pc.idle_w;
         if idle == (m != BUSY) {
             return;
         }
-        let now = self.now;
-        iw.advance(now);
+        iw.w = w;
+        iw.last = now;
         // Without restricted waiters no CPU has an interval of its own.
         if idle {
-            iw.idle_w[cpu] = iw.w;
-            if iw.restricted > 0 && iw.full == 0 && iw.rc[cpu] > 0 {
-                iw.r_since[cpu] = Some(now);
+            pc.idle_w = w;
+            if restricted > 0 && full == 0 && pc.rc > 0 {
+                pc.r_since = Some(now);
             }
         } else {
-            iw.idle_w[cpu] = BUSY;
-            iw.acc[cpu] += iw.w - m;
-            if iw.restricted > 0 {
+            pc.idle_w = BUSY;
+            pc.acc += w - m;
+            if restricted > 0 {
                 iw.close_r(cpu, now);
             }
         }

@@ -474,6 +474,9 @@ impl Engine {
                 (sched, cx)
             }
             CtxFor::Guest(k) => {
+                // A guest sees no cpusets and no vCPUs of its own.
+                const NO_CPUSETS: &Vec<crate::os::Cpuset> = &Vec::new();
+                const NO_VCPUS: &Vec<Option<crate::os::VcpuInfo>> = &Vec::new();
                 let g = &mut vms[k];
                 let cx = Ctx {
                     now: *now,
@@ -483,12 +486,12 @@ impl Engine {
                     online: &g.online,
                     domain_mhz: &g.dom_mhz,
                     progs,
-                    cpusets: &[],
+                    cpusets: NO_CPUSETS,
                     ratings: &g.ratings,
                     reqs: vreqs,
                     rng,
                     obs,
-                    vcpus: &[],
+                    vcpus: NO_VCPUS,
                     fusion_levels: &[],
                     dsq: None,
                     util: None,
@@ -826,11 +829,16 @@ impl Engine {
 
     /// Apply the requests the last callback recorded. Most callbacks record
     /// none, so the check is inlined and the work is out of line.
-    #[inline]
+    #[inline(always)]
     fn apply(&mut self) -> Result<(), SimError> {
         if self.reqs.is_empty() {
             return Ok(());
         }
+        self.apply_some()
+    }
+
+    #[inline(never)]
+    fn apply_some(&mut self) -> Result<(), SimError> {
         // The commonest batch by far: one tick wish from the scheduler.
         if let [Request::WantTick { cpu, on }] = self.reqs[..] {
             if matches!(self.src, Src::Sched) && cpu < self.m.ncpus() {

@@ -36,9 +36,17 @@ impl WakeLat {
     }
 
     /// The latencies of each of tasks `0..ntasks`, ns, in the order they
-    /// happened.
+    /// happened. Each task's vector is allocated once at its final size
+    /// (counted first): growing 2 000 vectors by doubling cost about 20
+    /// instructions per event of the run in reallocations and copies.
     pub fn per_task(&self, ntasks: usize) -> Vec<Vec<u64>> {
-        let mut out = vec![Vec::new(); ntasks];
+        let mut n = vec![0usize; ntasks];
+        for &t in &self.task {
+            if let Some(c) = n.get_mut(t as usize) {
+                *c += 1;
+            }
+        }
+        let mut out: Vec<Vec<u64>> = n.into_iter().map(Vec::with_capacity).collect();
         for (&t, &l) in self.task.iter().zip(&self.lat) {
             if let Some(v) = out.get_mut(t as usize) {
                 v.push(l);

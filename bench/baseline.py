@@ -1,0 +1,244 @@
+"""Instructions per event of the engine at another revision and at this tree,
+in one run: ``python bench/baseline.py REV`` (or ``bench/run.py --baseline
+REV``).
+
+Both engines are measured the same way, in the same session: the Rust
+benchmark binary (``crates/hetsched-core/benches/engine.rs``, the engine
+alone, no Python) of each tree runs the standard scenario
+(``bench/standard.toml``) under ``valgrind --tool=callgrind`` to two
+simulated lengths, and the difference of the instruction counts over the
+difference of the event counts is the steady-state cost of an event
+(:func:`measure.difference_ratio`). Instruction counts do not depend on how
+busy the machine is, so the two columns compare on a shared machine.
+
+``REV`` is checked out into a git worktree (``--worktree``, default
+``target/baseline-REV``, kept between runs) and built there with its own
+target directory, so that neither build invalidates the other. Schedulers
+that do not exist at ``REV`` get no baseline number. Where a scheduler
+exists in both, the trace hashes of the two engines are compared too: a
+change of cost that changes a decision shows up as a different hash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+STANDARD = BENCH / "standard.toml"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+import measure  # noqa: E402  (bench/measure.py)
+
+#: Simulated lengths of the two callgrind runs, s (the standard scenario
+#: makes ~80 000 events per simulated second).
+LENGTHS_S = (1.0, 3.0)
+#: Schedulers measured by default: the two fair schedulers and a
+#: dispatch-queue (sched_ext) one.
+SCHEDULERS = ("cfs", "eevdf", "scx-simple")
+
+_DURATION = re.compile(r"^duration_s\s*=.*$", re.M)
+_SCHEDULER = re.compile(r"^scheduler\s*=.*$", re.M)
+
+
+def scenario_text(scheduler: str, duration_s: float) -> str:
+    """``bench/standard.toml`` under ``scheduler``, ``duration_s`` long."""
+    text = STANDARD.read_text(encoding="utf-8")
+    if not _DURATION.search(text) or not _SCHEDULER.search(text):
+        raise RuntimeError(f"{STANDARD}: no top-level duration_s or scheduler line to replace")
+    text = _DURATION.sub(f"duration_s = {duration_s}", text, count=1)
+    return _SCHEDULER.sub(f'scheduler = "{scheduler}"', text, count=1)
+
+
+def build_engine(tree: Path, target_dir: Path) -> Path:
+    """Build the benchmark binary of ``tree`` (release profile) and return its path."""
+    cmd = [
+        "cargo",
+        "build",
+        "--release",
+        "-p",
+        "hetsched-core",
+        "--bench",
+        "engine",
+        "--message-format=json",
+    ]
+    print(f"building the engine benchmark in {tree} ...", file=sys.stderr)
+    proc = subprocess.run(
+        cmd,
+        cwd=tree,
+        env={**_env(), "CARGO_TARGET_DIR": str(target_dir)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench: building {tree} failed:\n{proc.stderr[-2000:]}")
+    exe = None
+    for line in proc.stdout.splitlines():
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        target = msg.get("target", {}).get("name")
+        if msg.get("reason") == "compiler-artifact" and target == "engine":
+            exe = msg.get("executable") or exe
+    if exe is None:
+        raise RuntimeError(f"bench: cargo built no engine benchmark in {tree}")
+    return Path(exe)
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    env = dict(os.environ)
+    cargo_bin = Path.home() / ".cargo" / "bin"
+    env["PATH"] = f"{cargo_bin}:{env.get('PATH', '')}"
+    return env
+
+
+def count(exe: Path, scenario: str, keep: Path | None = None) -> dict[str, Any]:
+    """Run ``exe`` once on the scenario text under callgrind: instructions,
+    events and the trace hash (``keep``: where to leave callgrind's profile)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise RuntimeError("bench: valgrind is not installed")
+    with tempfile.TemporaryDirectory(prefix="hetsched-baseline-") as tmp:
+        scn = Path(tmp) / "scenario.toml"
+        scn.write_text(scenario, encoding="utf-8")
+        out = keep if keep is not None else Path(tmp) / "callgrind.out"
+        proc = subprocess.run(
+            [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), str(scn), "1"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if proc.returncode != 0:
+        return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:]}
+    found = re.findall(r"Collected\s*:\s*(\d+)", proc.stderr)
+    if not found:
+        raise RuntimeError(f"bench: no instruction count in callgrind's output for {exe}")
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"instructions": int(found[-1]), "events": int(res["events"]), "hash": res["trace_hash"]}
+
+
+def per_event(exe: Path, scheduler: str, keep: Path | None = None) -> dict[str, Any]:
+    """Instructions per event of ``scheduler`` on the standard scenario."""
+    short, long = LENGTHS_S
+    a = count(exe, scenario_text(scheduler, short))
+    if "error" in a:
+        return {"scheduler": scheduler, "error": a["error"]}
+    b = count(exe, scenario_text(scheduler, long), keep)
+    if "error" in b:
+        return {"scheduler": scheduler, "error": b["error"]}
+    ipe = measure.difference_ratio(
+        (a["instructions"], a["events"]), (b["instructions"], b["events"])
+    )
+    return {
+        "scheduler": scheduler,
+        "instructions_per_event": ipe,
+        "events": [a["events"], b["events"]],
+        "hash": b["hash"],
+    }
+
+
+def ensure_worktree(rev: str, path: Path) -> Path:
+    """A worktree of ``rev`` at ``path`` (created, or moved to ``rev``)."""
+    sha = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if sha.returncode != 0:
+        raise RuntimeError(f"--baseline: {rev!r} is not a commit of this repository")
+    commit = sha.stdout.strip()
+    if not (path / ".git").exists():
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(path), commit],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+    else:
+        subprocess.run(
+            ["git", "checkout", "--detach", "-q", commit], cwd=path, check=True, capture_output=True
+        )
+    return path
+
+
+def compare(rev: str, schedulers: list[str], worktree: Path | None = None) -> dict[str, Any]:
+    """Both engines' instructions per event, per scheduler (see the module doc)."""
+    if (why := measure.valgrind_missing()) is not None:
+        raise RuntimeError(f"--baseline needs callgrind: {why}")
+    short_rev = rev.replace("/", "-")
+    wt = ensure_worktree(rev, worktree or ROOT / "target" / f"baseline-{short_rev}")
+    base_exe = build_engine(wt, wt / "target")
+    this_exe = build_engine(ROOT, ROOT / "target")
+    rows = []
+    for s in schedulers:
+        print(f"callgrind: {s} at {rev} and at this tree ...", file=sys.stderr)
+        before = per_event(base_exe, s)
+        after = per_event(this_exe, s)
+        row: dict[str, Any] = {"scheduler": s, "baseline": before, "this": after}
+        if "hash" in before and "hash" in after:
+            row["same_trace"] = before["hash"] == after["hash"]
+        rows.append(row)
+    return {"baseline_rev": rev, "lengths_s": list(LENGTHS_S), "rows": rows}
+
+
+def table(res: dict[str, Any]) -> str:
+    """A Markdown table of :func:`compare`'s result."""
+
+    def cell(r: dict[str, Any]) -> str:
+        if "instructions_per_event" in r:
+            return f"{r['instructions_per_event']:.0f}"
+        return "—"
+
+    lines = [
+        f"| scheduler | at {res['baseline_rev']} | this tree | change | same trace |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for row in res["rows"]:
+        b, t = row["baseline"], row["this"]
+        change = "—"
+        if "instructions_per_event" in b and "instructions_per_event" in t:
+            change = f"{t['instructions_per_event'] / b['instructions_per_event'] - 1:+.1%}"
+        same = {True: "yes", False: "**no**"}.get(row.get("same_trace"), "—")
+        lines.append(f"| {row['scheduler']} | {cell(b)} | {cell(t)} | {change} | {same} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("rev", help="the revision to compare with (a commit, branch or tag)")
+    ap.add_argument(
+        "--schedulers",
+        default=",".join(SCHEDULERS),
+        help=f"comma-separated schedulers (default {','.join(SCHEDULERS)})",
+    )
+    ap.add_argument("--worktree", type=Path, help="where to check out REV")
+    ap.add_argument("--json", type=Path, help="also write the result here")
+    args = ap.parse_args(argv)
+    try:
+        res = compare(args.rev, [s for s in args.schedulers.split(",") if s], args.worktree)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(table(res))
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
