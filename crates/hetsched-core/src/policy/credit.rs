@@ -1755,6 +1755,7 @@ mod tests {
             }
             let mut model: VecDeque<usize> = VecDeque::new();
             let ntasks = 50u64;
+            let mut live = vec![false; ntasks as usize];
             for step in 0..5000 {
                 let t = rnd(ntasks) as usize;
                 match (model.contains(&t), rnd(3)) {
@@ -1778,8 +1779,27 @@ mod tests {
                     }
                     _ => {}
                 }
+                // Tasks are marked active and not, queued or not: the
+                // marked entries keep the queue order.
+                if rnd(2) == 0 {
+                    let u = rnd(ntasks) as usize;
+                    live[u] = !live[u];
+                    q.set_live(u, live[u]);
+                }
                 let got: Vec<usize> = q.iter().map(|(_, t)| t).collect();
                 assert_eq!(got, Vec::from(model.clone()), "step {step}");
+                let got_live: Vec<usize> = q.iter_live().map(|(_, t)| t).collect();
+                let want_live: Vec<usize> = model.iter().copied().filter(|&t| live[t]).collect();
+                assert_eq!(got_live, want_live, "step {step}: active entries");
+                if let Some(&(k, _)) = q.iter().collect::<Vec<_>>().get(model.len() / 2) {
+                    let after: Vec<usize> = q.after_live(k).collect();
+                    let want: Vec<usize> = q
+                        .iter()
+                        .filter(|&(j, t)| j > k && live[t])
+                        .map(|(_, t)| t)
+                        .collect();
+                    assert_eq!(after, want, "step {step}: active entries after {k}");
+                }
                 for t in 0..ntasks as usize {
                     assert_eq!(q.contains(t), model.contains(&t), "step {step}, task {t}");
                 }

@@ -1003,6 +1003,55 @@ mod tests {
             prop_assert_eq!(tl.pop_first(), None);
         }
 
+        /// A span mask finds, among the members of a set, the first CPU of
+        /// the span in a range that a predicate accepts, as a scan does.
+        #[test]
+        fn span_mask_finds_what_a_scan_finds(
+            n in 1usize..200,
+            span_bits in proptest::collection::vec(any::<bool>(), 200),
+            set_bits in proptest::collection::vec(any::<bool>(), 200),
+            from in 0usize..210,
+            to in 0usize..210,
+            reject in 0usize..7,
+        ) {
+            let span: Vec<CpuId> = (0..n).filter(|&c| span_bits[c]).collect();
+            let mask = SpanMask::new(n, &span);
+            let mut set = CpuBits::new(n);
+            for c in (0..n).filter(|&c| set_bits[c]) {
+                set.insert(c);
+            }
+            let (from, to) = (from.min(n), to.min(n));
+            let ok = |c: CpuId| c % 7 != reject;
+            let got = mask.find_in(&set, from, to, &mut |c| ok(c));
+            let want = span.iter().copied().find(|&c| c >= from && c < to && set.contains(c) && ok(c));
+            prop_assert_eq!(got, want);
+        }
+
+        /// The busiest-CPU tree's maximum over any range of positions is the
+        /// most loaded overloaded CPU there, the lowest-numbered among equals.
+        #[test]
+        fn busiest_tree_matches_a_scan(
+            ops in proptest::collection::vec((0usize..40, 0u64..6, any::<bool>()), 1..200),
+            lo in 0usize..40,
+            len in 0usize..40,
+        ) {
+            let n = 40;
+            let mut tree = BusiestTree::new(n);
+            // Position p holds CPU 39 − p: positions and ids in opposite orders.
+            let mut state: Vec<Option<u64>> = vec![None; n];
+            for (p, load, over) in ops {
+                let cpu = n - 1 - p;
+                state[p] = over.then_some(load);
+                tree.set(p, if over { BusiestTree::key(load, cpu) } else { 0 });
+            }
+            let hi = (lo + len).min(n);
+            let got = tree.max(lo, hi);
+            let want = (lo..hi)
+                .filter_map(|p| state[p].map(|l| (l, n - 1 - p)))
+                .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            prop_assert_eq!((got != 0).then(|| BusiestTree::cpu_of(got)), want.map(|w| w.1));
+        }
+
         /// The CPU bit set agrees with a B-tree set on membership, size and
         /// ascending iteration.
         #[test]
