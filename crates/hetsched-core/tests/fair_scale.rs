@@ -68,11 +68,18 @@ fn fair_indexes_agree_with_their_scans_on_a_wide_smt_machine() {
     for sched in ["cfs", "eevdf"] {
         let a = go(&wide(sched));
         let b = go(&wide(sched));
-        assert_eq!(a.summary.trace_hash, b.summary.trace_hash, "{sched}: deterministic");
+        assert_eq!(
+            a.summary.trace_hash, b.summary.trace_hash,
+            "{sched}: deterministic"
+        );
         assert_eq!(a.summary.tasks, 464, "{sched}: every thread ran");
         // Balancing moved threads (newidle, nohz idle and periodic pulls all
         // went through the indexes).
-        assert!(a.summary.migrations > 100, "{sched}: {} migrations", a.summary.migrations);
+        assert!(
+            a.summary.migrations > 100,
+            "{sched}: {} migrations",
+            a.summary.migrations
+        );
         // The pinned threads ran (only on their CPUs: the engine rejects a
         // placement outside a task's affinity).
         for t in a.tasks.iter().filter(|t| t.program == "pinned") {

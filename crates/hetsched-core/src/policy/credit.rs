@@ -1314,7 +1314,11 @@ impl Credit {
         let mut inbound = std::mem::take(&mut a.inbound[cpu]);
         inbound.retain(|&h| cx.task(h).cpu == cpu && cx.task(h).state == TaskState::Running);
         let a = self.aash.as_ref().expect("aash");
-        let here = |h: TaskId| a.is_holder.get(h).copied().unwrap_or(false) && Self::active(cx, h) && cx.task(h).cpu == cpu;
+        let here = |h: TaskId| {
+            a.is_holder.get(h).copied().unwrap_or(false)
+                && Self::active(cx, h)
+                && cx.task(h).cpu == cpu
+        };
         let served = self.rq[cpu].iter().copied().any(here)
             || cx.current(cpu).is_some_and(here)
             || inbound.iter().copied().any(here);
