@@ -398,7 +398,9 @@ fn build_levels(m: &Machine) -> (Vec<Vec<Level>>, Option<Vec<u32>>) {
         pos[c] = i as u32;
     }
     let mut nested = true;
-    let mut cache: BTreeMap<(u8, u64), (Arc<[CpuId]>, SpanMask, (u32, u32))> = BTreeMap::new();
+    // (level, key) → (span, its mask, its range of positions)
+    type Span = (Arc<[CpuId]>, SpanMask, (u32, u32));
+    let mut cache: BTreeMap<(u8, u64), Span> = BTreeMap::new();
     for (lvl, g) in groups.iter_mut().enumerate() {
         for (&key, cpus) in g.iter_mut() {
             cpus.sort_unstable();
