@@ -15,8 +15,9 @@
 //! busiest overloaded CPU of a span, the idle CPUs of a span and the least
 //! loaded CPU come from indexes kept with the counts (`BusiestTree`, the
 //! idle mask, `IdlestIndex`) so that their cost does not grow with the
-//! machine, and debug builds check each against the scan it replaces. Load tracking (PELT, util_est), capacity awareness,
-//! misfit migration and EAS, also shared, are in [`cap`].
+//! machine, and debug builds check each against the scan it replaces.
+//! Load tracking (PELT, util_est), capacity awareness, misfit migration and
+//! EAS, also shared, are in [`cap`].
 
 use super::{Ctx, EnqFlags};
 use crate::hw::{CpuId, Machine};
