@@ -355,7 +355,7 @@ impl Cfs {
             .cpu_util(cx, cpu, rq.timeline.iter().map(|(_, t)| t), rq.curr)
     }
 
-    fn idlest(&self, cx: &Ctx, t: TaskId) -> CpuId {
+    fn idlest(&mut self, cx: &Ctx, t: TaskId) -> CpuId {
         self.bal.idlest(cx, t)
     }
 }
@@ -522,7 +522,12 @@ impl Scheduler for Cfs {
         fair::newidle_balance(self, cx, cpu);
     }
 
+    fn running(&mut self, _cx: &mut Ctx, _t: TaskId, cpu: CpuId) {
+        self.bal.touch(cpu); // busy now: `idlest` re-keys it
+    }
+
     fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, runnable: bool) {
+        self.bal.touch(cpu);
         let now = cx.now;
         self.update_curr(cpu, now);
         if runnable {
@@ -610,7 +615,7 @@ impl Scheduler for Cfs {
         let counted = se.queued || self.rqs[cpu].curr == Some(t);
         if counted {
             let old_w = se.weight;
-            self.bal.load[cpu] = self.bal.load[cpu] - old_w + new_w;
+            self.bal.reweight(cpu, old_w, new_w);
         }
         self.se[t].weight = new_w;
     }

@@ -150,10 +150,24 @@ struct Aash {
     known: Vec<bool>,
     /// Fast credits left this period.
     fast_credit: Vec<f64>,
-    /// Holders of fast credits this period (in grant order).
+    /// Holders of fast credits this period (in no particular order).
     holders: Vec<TaskId>,
     /// Per task: whether it is in `holders` (kept with it).
     is_holder: Vec<bool>,
+    /// Per task: its index in `holders` while it holds credits.
+    holder_at: Vec<usize>,
+    /// Per CPU: tasks that `move_to` sent there while they ran elsewhere
+    /// (the engine moves them when they stop); stale entries are dropped
+    /// as they are found. With the CPU's queue and current task these are
+    /// the only tasks whose CPU can be this one.
+    inbound: Vec<Vec<TaskId>>,
+    /// Tasks whose state may have changed since the fast-credit walks last
+    /// looked (`touched`), once each: their entries in `normal` and
+    /// `fastq` are marked active or not, and a holder among them that
+    /// blocked gives its credits up.
+    changed: Vec<TaskId>,
+    /// Per task: whether it is in `changed`.
+    is_changed: Vec<bool>,
     /// Per task: whether it sits in `fastq` (else in `normal`, if known).
     in_fastq: Vec<bool>,
     /// VMs whose vCPUs changed state since `update_queues` last looked
@@ -178,6 +192,12 @@ struct SeqQueue {
     seq: Vec<u64>,
     /// Key of the next entry pushed to the tail.
     next: u64,
+    /// The entries whose task is marked active (`set_live`), by key: the
+    /// same order without the sleeping tasks that a walk would step over.
+    live: BTreeMap<u64, TaskId>,
+    /// Per task: whether it is marked active (kept while it is out of the
+    /// queue).
+    is_live: Vec<bool>,
 }
 
 impl SeqQueue {
@@ -186,6 +206,8 @@ impl SeqQueue {
             by_seq: BTreeMap::new(),
             seq: Vec::new(),
             next: SEQ_GAP,
+            live: BTreeMap::new(),
+            is_live: Vec::new(),
         }
     }
 
@@ -202,11 +224,38 @@ impl SeqQueue {
         self.by_seq.iter().map(|(&k, &t)| (k, t))
     }
 
-    /// Tasks after key `k`, in queue order.
-    fn after(&self, k: u64) -> impl Iterator<Item = TaskId> + '_ {
-        self.by_seq
+    /// Active tasks (as marked), in queue order, with their keys.
+    fn iter_live(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
+        self.live.iter().map(|(&k, &t)| (k, t))
+    }
+
+    /// Active tasks (as marked) after key `k`, in queue order.
+    fn after_live(&self, k: u64) -> impl Iterator<Item = TaskId> + '_ {
+        self.live
             .range((Bound::Excluded(k), Bound::Unbounded))
             .map(|(_, &t)| t)
+    }
+
+    fn live(&self, t: TaskId) -> bool {
+        self.is_live.get(t).copied().unwrap_or(false)
+    }
+
+    /// Mark `t` active or not.
+    fn set_live(&mut self, t: TaskId, on: bool) {
+        if self.is_live.len() <= t {
+            self.is_live.resize(t + 1, false);
+        }
+        if self.is_live[t] == on {
+            return;
+        }
+        self.is_live[t] = on;
+        if let Some(k) = self.key(t) {
+            if on {
+                self.live.insert(k, t);
+            } else {
+                self.live.remove(&k);
+            }
+        }
     }
 
     fn set_key(&mut self, t: TaskId, k: u64) {
@@ -215,12 +264,16 @@ impl SeqQueue {
         }
         self.seq[t] = k;
         self.by_seq.insert(k, t);
+        if self.live(t) {
+            self.live.insert(k, t);
+        }
     }
 
     /// Spread the keys again (same order): `SEQ_GAP`, 2 `SEQ_GAP`, ...
     fn renumber(&mut self) {
         let order: Vec<TaskId> = self.by_seq.values().copied().collect();
         self.by_seq.clear();
+        self.live.clear();
         self.next = SEQ_GAP;
         for t in order {
             let k = self.next;
@@ -259,6 +312,7 @@ impl SeqQueue {
         match self.key(t) {
             Some(k) => {
                 self.by_seq.remove(&k);
+                self.live.remove(&k);
                 self.seq[t] = u64::MAX;
                 true
             }
@@ -487,6 +541,10 @@ impl Credit {
                 fast_credit: Vec::new(),
                 holders: Vec::new(),
                 is_holder: Vec::new(),
+                holder_at: Vec::new(),
+                inbound: vec![Vec::new(); n],
+                changed: Vec::new(),
+                is_changed: Vec::new(),
                 in_fastq: Vec::new(),
                 dirty: Vec::new(),
                 vm_dirty: Vec::new(),
@@ -552,6 +610,8 @@ impl Credit {
                 a.known.resize(t + 1, false);
                 a.fast_credit.resize(t + 1, 0.0);
                 a.is_holder.resize(t + 1, false);
+                a.holder_at.resize(t + 1, usize::MAX);
+                a.is_changed.resize(t + 1, false);
                 a.in_fastq.resize(t + 1, false);
             }
         }
@@ -876,6 +936,7 @@ impl Credit {
                 None => a.normal.push_back(t),
             }
             Self::mark_vm(a, cx, t);
+            Self::note_changed(a, t);
         }
     }
 
@@ -896,15 +957,75 @@ impl Credit {
     fn touched(&mut self, cx: &Ctx, t: TaskId) {
         if let Some(a) = self.aash.as_mut() {
             Self::mark_vm(a, cx, t);
+            Self::note_changed(a, t);
         }
     }
 
-    /// Set whether `t` holds fast credits (AASH).
+    /// Set whether `t` holds fast credits (AASH), in `holders` too.
     fn set_holder(a: &mut Aash, t: TaskId, on: bool) {
         if a.is_holder.len() <= t {
             a.is_holder.resize(t + 1, false);
+            a.holder_at.resize(t + 1, usize::MAX);
+        }
+        if a.is_holder[t] == on {
+            return;
         }
         a.is_holder[t] = on;
+        if on {
+            a.holder_at[t] = a.holders.len();
+            a.holders.push(t);
+        } else {
+            let i = a.holder_at[t];
+            a.holders.swap_remove(i);
+            if let Some(&moved) = a.holders.get(i) {
+                a.holder_at[moved] = i;
+            }
+            a.holder_at[t] = usize::MAX;
+        }
+    }
+
+    /// Note that `t` may have changed state (AASH): the next walk for a
+    /// fast-credit recipient looks at it again.
+    fn note_changed(a: &mut Aash, t: TaskId) {
+        if a.is_changed.len() <= t {
+            a.is_changed.resize(t + 1, false);
+        }
+        if !a.is_changed[t] {
+            a.is_changed[t] = true;
+            a.changed.push(t);
+        }
+    }
+
+    /// Bring the queues' active marks up to date with the tasks noted since
+    /// the last time, and take fast credits back from holders among them
+    /// that blocked. Every change of a task between active (runnable or
+    /// running) and not goes through `enqueue`, `dequeue` or a stop that
+    /// does not leave it runnable, which note it.
+    fn refresh_changed(a: &mut Aash, cx: &Ctx) {
+        let mut changed = std::mem::take(&mut a.changed);
+        for &t in &changed {
+            a.is_changed[t] = false;
+            let act = Self::active(cx, t);
+            if !act && a.is_holder[t] {
+                a.fast_credit[t] = 0.0;
+                Self::set_holder(a, t, false);
+            }
+            a.normal.set_live(t, act);
+            a.fastq.set_live(t, act);
+        }
+        changed.clear();
+        a.changed = changed;
+        #[cfg(debug_assertions)]
+        {
+            for q in [&a.normal, &a.fastq] {
+                for (_, t) in q.iter() {
+                    debug_assert_eq!(q.live(t), Self::active(cx, t), "task {t}: stale mark");
+                }
+            }
+            for &h in &a.holders {
+                debug_assert!(a.is_holder[h] && Self::active(cx, h), "holder {h} blocked");
+            }
+        }
     }
 
     /// Whether task `t` belongs in the fast queue now.
@@ -1004,7 +1125,8 @@ impl Credit {
         let skip = |t: TaskId| skip.get(t).copied().unwrap_or(false);
         // (recipient, the slow vCPU whose place it takes)
         let mut pick: Option<(TaskId, Option<TaskId>)> = None;
-        for (k, t) in q.iter() {
+        // Only active tasks can be taken: walk the entries marked so.
+        for (k, t) in q.iter_live() {
             if skip(t) || !Self::active(cx, t) {
                 continue;
             }
@@ -1015,7 +1137,7 @@ impl Credit {
             if let Some(v) = cx.vcpu(t).filter(|v| v.aware) {
                 // Swap with a fast vCPU of the same VM further down (one
                 // nearer the head would have been taken already).
-                let u = q.after(k).find(|&u| {
+                let u = q.after_live(k).find(|&u| {
                     !skip(u) && Self::eligible(cx, u) && cx.vcpu(u).is_some_and(|w| w.vm == v.vm)
                 });
                 if let Some(u) = u {
@@ -1079,7 +1201,12 @@ impl Credit {
     /// to move it there).
     fn move_to(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
         match cx.task(t).state {
-            TaskState::Running if cx.task(t).cpu != cpu => cx.migrate(t, cpu),
+            TaskState::Running if cx.task(t).cpu != cpu => {
+                cx.migrate(t, cpu);
+                if let Some(a) = self.aash.as_mut() {
+                    a.inbound[cpu].push(t);
+                }
+            }
             TaskState::Runnable => {
                 if self.rq[cpu].contains(&t) {
                     return;
@@ -1103,6 +1230,7 @@ impl Credit {
             self.aash_know(cx, t);
         }
         self.update_queues(cx);
+        Self::refresh_changed(self.aash.as_mut().expect("aash"), cx);
         let nfast = self.aash.as_ref().expect("aash").nfast;
         let mut chosen = Vec::new();
         let mut is_chosen = vec![false; cx.ntasks()];
@@ -1124,14 +1252,14 @@ impl Credit {
             let a = self.aash.as_mut().expect("aash");
             for &t in &old {
                 a.fast_credit[t] = 0.0;
-                Self::set_holder(a, t, false);
+                a.is_holder[t] = false;
+                a.holder_at[t] = usize::MAX;
             }
             for &t in &chosen {
                 a.fast_credit[t] = period_credits;
                 a.grants.push((cx.now, t));
                 Self::set_holder(a, t, true);
             }
-            a.holders = chosen.clone();
         }
         // Slow credits: slow capacity over the active vCPUs not served by
         // fast cores, equally (§2.1).
@@ -1194,32 +1322,43 @@ impl Credit {
         if !a.fast[cpu] {
             return false;
         }
-        // A holder already on its way here serves this core.
-        if a.holders
-            .iter()
-            .any(|&h| Self::active(cx, h) && cx.task(h).cpu == cpu)
-        {
+        // A holder already on its way here serves this core. A task whose
+        // CPU is this one is queued here, runs here, or was sent here by
+        // `move_to` while it ran elsewhere (`inbound`, pruned as it goes).
+        let a = self.aash.as_mut().expect("aash");
+        let mut inbound = std::mem::take(&mut a.inbound[cpu]);
+        inbound.retain(|&h| cx.task(h).cpu == cpu && cx.task(h).state == TaskState::Running);
+        let a = self.aash.as_ref().expect("aash");
+        let here = |h: TaskId| {
+            a.is_holder.get(h).copied().unwrap_or(false)
+                && Self::active(cx, h)
+                && cx.task(h).cpu == cpu
+        };
+        let served = self.rq[cpu].iter().copied().any(here)
+            || cx.current(cpu).is_some_and(here)
+            || inbound.iter().copied().any(here);
+        debug_assert_eq!(
+            served,
+            a.holders
+                .iter()
+                .any(|&h| Self::active(cx, h) && cx.task(h).cpu == cpu),
+            "holder index out of date"
+        );
+        self.aash.as_mut().expect("aash").inbound[cpu] = inbound;
+        if served {
             return false;
         }
         // Every active task is known already: it was queued (`enqueue`
         // knows it) or picked from a queue.
         #[cfg(debug_assertions)]
         for t in self.active_tasks(cx) {
+            let a = self.aash.as_ref().expect("aash");
             debug_assert!(a.known.get(t).copied().unwrap_or(false), "task {t} unknown");
         }
         self.update_queues(cx);
         // Holders that blocked give their fast credits up.
         let a = self.aash.as_mut().expect("aash");
-        let mut holders = std::mem::take(&mut a.holders);
-        holders.retain(|&h| {
-            let keep = Self::active(cx, h);
-            if !keep {
-                a.fast_credit[h] = 0.0;
-                a.is_holder[h] = false;
-            }
-            keep
-        });
-        a.holders = holders;
+        Self::refresh_changed(a, cx);
         let skip = std::mem::take(&mut a.is_holder);
         let next = Self::next_recipient(a, cx, &skip);
         a.is_holder = skip;
@@ -1231,7 +1370,6 @@ impl Credit {
         let a = self.aash.as_mut().expect("aash");
         a.fast_credit[t] = credits;
         a.grants.push((cx.now, t));
-        a.holders.push(t);
         Self::set_holder(a, t, true);
         self.move_to(cx, t, cpu);
         true
@@ -1282,7 +1420,6 @@ impl Scheduler for Credit {
                     let a = self.aash.as_mut().expect("aash");
                     a.fast_credit[task] = credits;
                     a.grants.push((cx.now, task));
-                    a.holders.push(task);
                     Self::set_holder(a, task, true);
                     for q in [&mut a.fastq, &mut a.normal] {
                         if q.remove(task) {
@@ -1698,6 +1835,7 @@ mod tests {
             }
             let mut model: VecDeque<usize> = VecDeque::new();
             let ntasks = 50u64;
+            let mut live = vec![false; ntasks as usize];
             for step in 0..5000 {
                 let t = rnd(ntasks) as usize;
                 match (model.contains(&t), rnd(3)) {
@@ -1721,8 +1859,27 @@ mod tests {
                     }
                     _ => {}
                 }
+                // Tasks are marked active and not, queued or not: the
+                // marked entries keep the queue order.
+                if rnd(2) == 0 {
+                    let u = rnd(ntasks) as usize;
+                    live[u] = !live[u];
+                    q.set_live(u, live[u]);
+                }
                 let got: Vec<usize> = q.iter().map(|(_, t)| t).collect();
                 assert_eq!(got, Vec::from(model.clone()), "step {step}");
+                let got_live: Vec<usize> = q.iter_live().map(|(_, t)| t).collect();
+                let want_live: Vec<usize> = model.iter().copied().filter(|&t| live[t]).collect();
+                assert_eq!(got_live, want_live, "step {step}: active entries");
+                if let Some(&(k, _)) = q.iter().collect::<Vec<_>>().get(model.len() / 2) {
+                    let after: Vec<usize> = q.after_live(k).collect();
+                    let want: Vec<usize> = q
+                        .iter()
+                        .filter(|&(j, t)| j > k && live[t])
+                        .map(|(_, t)| t)
+                        .collect();
+                    assert_eq!(after, want, "step {step}: active entries after {k}");
+                }
                 for t in 0..ntasks as usize {
                     assert_eq!(q.contains(t), model.contains(&t), "step {step}, task {t}");
                 }

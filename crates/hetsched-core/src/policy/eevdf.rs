@@ -1085,7 +1085,12 @@ impl Scheduler for Eevdf {
         fair::newidle_balance(self, cx, cpu);
     }
 
+    fn running(&mut self, _cx: &mut Ctx, _t: TaskId, cpu: CpuId) {
+        self.bal.touch(cpu); // busy now: `idlest` re-keys it
+    }
+
     fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, runnable: bool) {
+        self.bal.touch(cpu);
         if runnable {
             if self.cap.track {
                 self.cap.update(cx, t, Some(cpu));

@@ -11,8 +11,13 @@
 //! [`FairQueues`], which queued tasks may move and moves them.
 //!
 //! The balancing rules are documented in `cfs.rs` (module doc) and in
-//! `docs/policies.md`. Load tracking (PELT, util_est), capacity awareness,
-//! misfit migration and EAS, also shared, are in [`cap`].
+//! `docs/policies.md`. What the rules compute does not depend on how: the
+//! busiest overloaded CPU of a span, the idle CPUs of a span and the least
+//! loaded CPU come from indexes kept with the counts (`BusiestTree`, the
+//! idle mask, `IdlestIndex`) so that their cost does not grow with the
+//! machine, and debug builds check each against the scan it replaces.
+//! Load tracking (PELT, util_est), capacity awareness, misfit migration and
+//! EAS, also shared, are in [`cap`].
 
 use super::{Ctx, EnqFlags};
 use crate::hw::{CpuId, Machine};
@@ -76,7 +81,7 @@ impl CpuBits {
         s
     }
 
-    #[inline]
+    #[cfg(test)]
     pub(super) fn contains(&self, c: CpuId) -> bool {
         self.words[c / 64] & (1u64 << (c % 64)) != 0
     }
@@ -227,49 +232,210 @@ impl<K: Ord + Copy> Timeline<K> {
 pub(super) struct Level {
     pub(super) span: Arc<[CpuId]>,
     pub(super) interval: SimTime,
+    /// The span as a bit mask, to intersect with the idle set word by word.
+    mask: SpanMask,
+    /// The span's positions in [`Balancer::order`]'s order, `lo..hi` (the
+    /// span is contiguous there; unused when the order is not kept).
+    range: (u32, u32),
+}
+
+/// A span's CPUs as a bit mask over the whole machine; only words
+/// `lo..hi` can be non-zero.
+#[derive(Clone, Debug)]
+struct SpanMask {
+    words: Arc<[u64]>,
+    lo: usize,
+    hi: usize,
+}
+
+impl SpanMask {
+    fn new(n: usize, span: &[CpuId]) -> SpanMask {
+        let mut words = vec![0u64; n.div_ceil(64).max(1)];
+        for &c in span {
+            words[c / 64] |= 1 << (c % 64);
+        }
+        let lo = span.first().map_or(0, |&c| c / 64);
+        let hi = span.last().map_or(0, |&c| c / 64 + 1);
+        SpanMask {
+            words: words.into(),
+            lo,
+            hi,
+        }
+    }
+
+    /// The first CPU in `from..to`, ascending, that is in both the span and
+    /// `set` and for which `f` returns true.
+    fn find_in(
+        &self,
+        set: &CpuBits,
+        from: CpuId,
+        to: CpuId,
+        f: &mut impl FnMut(CpuId) -> bool,
+    ) -> Option<CpuId> {
+        if from >= to {
+            return None;
+        }
+        let (w0, w1) = (self.lo.max(from / 64), self.hi.min(to.div_ceil(64)));
+        for w in w0..w1 {
+            let mut bits = self.words[w] & set.words[w];
+            if w == from / 64 {
+                bits &= u64::MAX << (from % 64);
+            }
+            if w == to / 64 {
+                bits &= (1u64 << (to % 64)) - 1;
+            }
+            while bits != 0 {
+                let c = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if f(c) {
+                    return Some(c);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// A max-tree over the CPUs in [`Balancer::order`]'s positions: each leaf
+/// holds an overloaded CPU's `(load + 1) << 32 | (u32::MAX − cpu)` (0 for
+/// any other CPU), so the maximum over a span's positions is its busiest
+/// overloaded CPU, the lowest-numbered among equals, in O(log n).
+#[derive(Clone, Debug)]
+struct BusiestTree {
+    size: usize,
+    t: Vec<u128>,
+}
+
+impl BusiestTree {
+    fn new(n: usize) -> BusiestTree {
+        let size = n.next_power_of_two().max(1);
+        BusiestTree {
+            size,
+            t: vec![0; 2 * size],
+        }
+    }
+
+    fn key(load: u64, cpu: CpuId) -> u128 {
+        ((load as u128 + 1) << 32) | (u32::MAX - cpu as u32) as u128
+    }
+
+    fn cpu_of(key: u128) -> CpuId {
+        (u32::MAX - key as u32) as CpuId
+    }
+
+    #[inline]
+    fn set(&mut self, pos: usize, v: u128) {
+        let mut i = pos + self.size;
+        if self.t[i] == v {
+            return;
+        }
+        self.t[i] = v;
+        while i > 1 {
+            i /= 2;
+            let m = self.t[2 * i].max(self.t[2 * i + 1]);
+            if self.t[i] == m {
+                break;
+            }
+            self.t[i] = m;
+        }
+    }
+
+    /// The maximum over positions `lo..hi` (0: none).
+    fn max(&self, lo: usize, hi: usize) -> u128 {
+        let (mut l, mut r) = (lo + self.size, hi + self.size);
+        let mut best = 0;
+        while l < r {
+            if l & 1 == 1 {
+                best = best.max(self.t[l]);
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                best = best.max(self.t[r]);
+            }
+            l /= 2;
+            r /= 2;
+        }
+        best
+    }
+}
+
+/// `find_idlest_cpu`'s candidates ordered by its key, kept lazily: CPUs
+/// whose counts or running task changed are only marked, and re-keyed at
+/// the next search. A burst of new threads (a program starting) costs one
+/// pass over the CPUs for the first and a few re-keyed CPUs for each of the
+/// others.
+#[derive(Clone, Debug)]
+struct IdlestIndex {
+    /// (load, busy SMT siblings, tasks, CPU) in the order `idlest` compares.
+    set: BTreeSet<(u64, u32, u32, CpuId)>,
+    key: Vec<Option<(u64, u32, u32, CpuId)>>,
+    dirty: Vec<bool>,
+    dirty_list: Vec<CpuId>,
 }
 
 /// Scheduling domains of every CPU: SMT siblings, LLC, node, system (each span
 /// in ascending CPU order, which the balancing code relies on); levels
 /// with the same span as the one below (or a single CPU) are dropped, as the
 /// kernel degenerates them.
-fn build_levels(m: &Machine) -> Vec<Vec<Level>> {
+/// With the CPUs' positions in an order where each span is contiguous
+/// (`pos`), or `None` when the domains do not nest.
+fn build_levels(m: &Machine) -> (Vec<Vec<Level>>, Option<Vec<u32>>) {
     use std::collections::BTreeMap;
     let n = m.ncpus();
-    let mut cache: BTreeMap<(u8, u64), Arc<[CpuId]>> = BTreeMap::new();
-    let mut span_of = |lvl: u8, key: u64, pred: &dyn Fn(&crate::hw::Cpu) -> bool| -> Arc<[CpuId]> {
-        cache
-            .entry((lvl, key))
-            .or_insert_with(|| {
-                m.cpus
-                    .iter()
-                    .filter(|c| pred(c))
-                    .map(|c| c.id)
-                    .collect::<Vec<_>>()
-                    .into()
-            })
-            .clone()
-    };
+    // Group the CPUs once per level (one pass each, not one per span).
+    let mut groups: [BTreeMap<u64, Vec<CpuId>>; 4] = Default::default();
+    for c in &m.cpus {
+        groups[0].entry(c.core as u64).or_default().push(c.id);
+        groups[1].entry(c.llc as u64).or_default().push(c.id);
+        groups[2].entry(c.node as u64).or_default().push(c.id);
+        groups[3].entry(0).or_default().push(c.id);
+    }
+    // Nested domains (SMT ⊂ LLC ⊂ node) are contiguous in (node, LLC,
+    // core, id) order; checked below for every span.
+    let mut order: Vec<CpuId> = (0..n).collect();
+    order.sort_by_key(|&c| {
+        let x = &m.cpus[c];
+        (x.node, x.llc, x.core, c)
+    });
+    let mut pos = vec![0u32; n];
+    for (i, &c) in order.iter().enumerate() {
+        pos[c] = i as u32;
+    }
+    let mut nested = true;
+    // (level, key) → (span, its mask, its range of positions)
+    type Span = (Arc<[CpuId]>, SpanMask, (u32, u32));
+    let mut cache: BTreeMap<(u8, u64), Span> = BTreeMap::new();
+    for (lvl, g) in groups.iter_mut().enumerate() {
+        for (&key, cpus) in g.iter_mut() {
+            cpus.sort_unstable();
+            let lo = cpus.iter().map(|&c| pos[c]).min().unwrap_or(0);
+            let hi = cpus.iter().map(|&c| pos[c]).max().map_or(0, |p| p + 1);
+            nested &= (hi - lo) as usize == cpus.len();
+            let mask = SpanMask::new(n, cpus);
+            cache.insert((lvl as u8, key), (cpus.clone().into(), mask, (lo, hi)));
+        }
+    }
     let mut out = Vec::with_capacity(n);
     for c in &m.cpus {
-        let (node, core, llc) = (c.node, c.core, c.llc);
-        let spans = [
-            span_of(0, core as u64, &|x| x.core == core),
-            span_of(1, llc as u64, &|x| x.llc == llc),
-            span_of(2, node as u64, &|x| x.node == node),
-            span_of(3, 0, &|_| true),
-        ];
+        let keys = [c.core as u64, c.llc as u64, c.node as u64, 0];
         let mut levels: Vec<Level> = Vec::new();
-        for s in spans {
+        for (lvl, key) in keys.into_iter().enumerate() {
+            let (s, mask, range) = &cache[&(lvl as u8, key)];
             if s.len() <= 1 || levels.last().is_some_and(|l| l.span.len() == s.len()) {
                 continue;
             }
             let interval = SimTime::ms(s.len() as u64).max(m.tick);
-            levels.push(Level { span: s, interval });
+            levels.push(Level {
+                span: s.clone(),
+                interval,
+                mask: mask.clone(),
+                range: *range,
+            });
         }
         out.push(levels);
     }
-    out
+    (out, nested.then_some(pos))
 }
 
 /// Per-CPU counts, scheduling domains and balancing state of a fair-class
@@ -300,13 +466,23 @@ pub(super) struct Balancer {
     overloaded: CpuBits,
     /// Per CPU, the widest domain span inside its LLC (`select_idle_sibling`'s
     /// scan), computed once since the topology does not change.
-    llc_span: Vec<Option<Arc<[CpuId]>>>,
+    llc_span: Vec<Option<SpanMask>>,
+    /// Per CPU, its position in an order where every domain span is
+    /// contiguous (`None` when the domains do not nest: then newidle
+    /// balancing looks at the overloaded CPUs one by one).
+    pos: Option<Vec<u32>>,
+    /// The overloaded CPUs by load, for newidle balancing (kept only with
+    /// `pos`).
+    busiest: BusiestTree,
+    /// Per CPU, its SMT siblings (their `idlest` keys depend on it).
+    siblings: Vec<Vec<CpuId>>,
+    idlest: IdlestIndex,
 }
 
 impl Balancer {
     pub(super) fn new(m: &Machine, balance: bool, busy_factor: u64) -> Balancer {
         let n = m.ncpus();
-        let levels = build_levels(m);
+        let (levels, pos) = build_levels(m);
         let llc_span = (0..n)
             .map(|p| {
                 let llc = m.cpus[p].llc;
@@ -314,7 +490,7 @@ impl Balancer {
                     .iter()
                     .rev()
                     .find(|l| l.span.iter().all(|&c| m.cpus[c].llc == llc))
-                    .map(|l| l.span.clone())
+                    .map(|l| l.mask.clone())
             })
             .collect();
         let next_balance = levels
@@ -334,6 +510,15 @@ impl Balancer {
             idle: CpuBits::full(n),
             overloaded: CpuBits::new(n),
             llc_span,
+            pos,
+            busiest: BusiestTree::new(n),
+            siblings: m.cpus.iter().map(|c| c.siblings.clone()).collect(),
+            idlest: IdlestIndex {
+                set: BTreeSet::new(),
+                key: vec![None; n],
+                dirty: vec![true; n],
+                dirty_list: (0..n).collect(),
+            },
         }
     }
 
@@ -351,6 +536,37 @@ impl Balancer {
         self.set_nr(cpu, -1);
     }
 
+    /// A counted task's weight changed from `old` to `new`.
+    pub(super) fn reweight(&mut self, cpu: CpuId, old: u64, new: u64) {
+        self.load[cpu] = self.load[cpu] - old + new;
+        self.index(cpu);
+    }
+
+    /// `cpu` starts or stops running a task (the engine calls `running` and
+    /// `stopping` as it sets and clears it): `idlest` re-keys it.
+    #[inline]
+    pub(super) fn touch(&mut self, cpu: CpuId) {
+        let ix = &mut self.idlest;
+        if !ix.dirty[cpu] {
+            ix.dirty[cpu] = true;
+            ix.dirty_list.push(cpu);
+        }
+    }
+
+    /// Keep the indexes of `cpu`'s counts up to date.
+    #[inline]
+    fn index(&mut self, cpu: CpuId) {
+        self.touch(cpu);
+        if let Some(pos) = &self.pos {
+            let v = if self.nr[cpu] >= 2 {
+                BusiestTree::key(self.load[cpu], cpu)
+            } else {
+                0
+            };
+            self.busiest.set(pos[cpu] as usize, v);
+        }
+    }
+
     fn set_nr(&mut self, cpu: CpuId, delta: i32) {
         let before = self.nr[cpu];
         let after = (before as i64 + delta as i64) as u32;
@@ -365,6 +581,7 @@ impl Balancer {
         } else if before >= 2 && after < 2 {
             self.overloaded.remove(cpu);
         }
+        self.index(cpu);
     }
 
     pub(super) fn is_idle(&self, cx: &Ctx, cpu: CpuId) -> bool {
@@ -381,28 +598,70 @@ impl Balancer {
             .count() as u32
     }
 
+    /// `find_idlest_cpu`'s key of `c`: at equal load a CPU whose core has
+    /// more idle hyperthreads wins (`find_idlest_group`: a fully idle core
+    /// before a shared one), then fewer tasks, then the lowest id.
+    fn idlest_key(&self, cx: &Ctx, c: CpuId) -> (u64, u32, u32, CpuId) {
+        let busy = cx.current(c).is_some() as u64;
+        (
+            self.load[c].max(busy * NICE_0_LOAD),
+            self.busy_siblings(cx, c),
+            self.nr[c],
+            c,
+        )
+    }
+
     /// Least loaded allowed online CPU (`find_idlest_cpu`; ties: lowest id).
-    pub(super) fn idlest(&self, cx: &Ctx, t: TaskId) -> CpuId {
-        let aff = &cx.task(t).affinity;
-        let mut best: Option<(u64, u32, u32, CpuId)> = None;
-        for c in 0..cx.ncpus() {
-            if !aff.contains(c) || !cx.online(c) {
-                continue;
-            }
-            let busy = cx.current(c).is_some() as u64;
-            // find_idlest_group: at equal load a CPU whose core has more idle
-            // hyperthreads wins (a fully idle core before a shared one).
-            let key = (
-                self.load[c].max(busy * NICE_0_LOAD),
-                self.busy_siblings(cx, c),
-                self.nr[c],
-                c,
-            );
-            if best.is_none_or(|b| key < b) {
-                best = Some(key);
+    ///
+    /// The CPUs wait in [`IdlestIndex`] ordered by key; the ones marked
+    /// since the last search (and their SMT siblings) are re-keyed first,
+    /// then the first allowed online CPU in key order is the answer.
+    pub(super) fn idlest(&mut self, cx: &Ctx, t: TaskId) -> CpuId {
+        let mut list = std::mem::take(&mut self.idlest.dirty_list);
+        for &c in &list {
+            self.idlest.dirty[c] = false;
+        }
+        for &c in &list {
+            // A sibling's key counts this CPU among its busy siblings.
+            self.rekey(cx, c);
+            for i in 0..self.siblings[c].len() {
+                self.rekey(cx, self.siblings[c][i]);
             }
         }
-        best.map(|b| b.3).unwrap_or(cx.task(t).cpu)
+        list.clear();
+        self.idlest.dirty_list = list;
+        let aff = &cx.task(t).affinity;
+        let found = self
+            .idlest
+            .set
+            .iter()
+            .find(|k| aff.contains(k.3) && cx.online(k.3))
+            .map(|k| k.3);
+        #[cfg(debug_assertions)]
+        {
+            let scan = (0..cx.ncpus())
+                .filter(|&c| aff.contains(c) && cx.online(c))
+                .min_by_key(|&c| self.idlest_key(cx, c))
+                .map(|c| self.idlest_key(cx, c));
+            debug_assert_eq!(
+                found.map(|c| self.idlest_key(cx, c)),
+                scan,
+                "idlest index out of date"
+            );
+        }
+        found.unwrap_or(cx.task(t).cpu)
+    }
+
+    fn rekey(&mut self, cx: &Ctx, c: CpuId) {
+        let k = self.idlest_key(cx, c);
+        let ix = &mut self.idlest;
+        if ix.key[c] != Some(k) {
+            if let Some(old) = ix.key[c] {
+                ix.set.remove(&old);
+            }
+            ix.set.insert(k);
+            ix.key[c] = Some(k);
+        }
     }
 
     /// Wake-up and fork placement without capacity awareness: a waking task
@@ -411,7 +670,7 @@ impl Balancer {
     /// previous CPU; anything else goes to the least loaded allowed CPU.
     /// `prev_ok` is the previous CPU when it is allowed and online.
     pub(super) fn place(
-        &self,
+        &mut self,
         cx: &Ctx,
         t: TaskId,
         prev_ok: Option<CpuId>,
@@ -427,23 +686,27 @@ impl Balancer {
                 }
                 // select_idle_sibling: scan the LLC, starting after prev;
                 // with SMT, a CPU of a fully idle core first
-                // (select_idle_core), then any idle CPU.
+                // (select_idle_core), then any idle CPU. Only CPUs with no
+                // task counted can be idle: the scan visits those of the
+                // LLC, in the same cyclic order.
                 if let Some(span) = &self.llc_span[p] {
                     let aff = &cx.task(t).affinity;
-                    // Spans are in ascending CPU order.
-                    let start = span.binary_search(&p).unwrap_or(0);
                     let smt = !cx.machine.cpus[p].siblings.is_empty();
                     let mut idle_cpu = None;
-                    for i in 1..span.len() {
-                        let c = span[(start + i) % span.len()];
+                    let mut take = |c: CpuId| {
                         if aff.contains(c) && self.is_idle(cx, c) {
                             if !smt || self.busy_siblings(cx, c) == 0 {
-                                return c;
+                                return true;
                             }
                             idle_cpu.get_or_insert(c);
                         }
-                    }
-                    if let Some(c) = idle_cpu {
+                        false
+                    };
+                    let n = cx.ncpus();
+                    let found = span
+                        .find_in(&self.idle, p + 1, n, &mut take)
+                        .or_else(|| span.find_in(&self.idle, 0, p, &mut take));
+                    if let Some(c) = found.or(idle_cpu) {
                         return c;
                     }
                 }
@@ -569,43 +832,68 @@ pub(super) fn newidle_balance<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId
     if !b.balance {
         return;
     }
-    // Only overloaded CPUs can give one; when they are few, look at them
-    // rather than at the whole span (same answer, as both go in ascending
-    // order).
+    // Only overloaded CPUs can give one.
     if b.overloaded.is_empty() {
         return;
     }
     for li in 0..b.levels[cpu].len() {
         let b = q.bal();
-        let span = b.levels[cpu][li].span.clone();
-        let mut busiest: Option<(u64, CpuId)> = None;
-        let mut consider = |c: CpuId| {
-            if c == cpu || b.nr[c] < 2 {
-                return;
+        let busiest = match &b.pos {
+            // The busiest overloaded CPU of the span other than `cpu`: the
+            // tree's maximum on either side of `cpu`'s position.
+            Some(pos) => {
+                let (lo, hi) = b.levels[cpu][li].range;
+                let p = pos[cpu] as usize;
+                let best = b
+                    .busiest
+                    .max(lo as usize, p)
+                    .max(b.busiest.max(p + 1, hi as usize));
+                (best != 0).then(|| BusiestTree::cpu_of(best))
             }
-            let key = (b.load[c], c);
-            if busiest.is_none_or(|x| key.0 > x.0) {
-                busiest = Some(key);
-            }
+            None => busiest_by_scan(b, cpu, &b.levels[cpu][li].span),
         };
-        if b.overloaded.len() < span.len() {
-            for c in b.overloaded.iter() {
-                if span.binary_search(&c).is_ok() {
-                    consider(c);
-                }
-            }
-        } else {
-            for &c in span.iter() {
-                consider(c);
-            }
-        }
-        if let Some((_, src)) = busiest {
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(
+            busiest,
+            busiest_by_scan(b, cpu, &b.levels[cpu][li].span),
+            "busiest-CPU index out of date"
+        );
+        if let Some(src) = busiest {
             if let Some(t) = pick_migratable(q, cx, src, cpu, u64::MAX) {
                 q.move_queued(cx, t, src, cpu);
                 return;
             }
         }
     }
+}
+
+/// The most loaded CPU of `span` other than `cpu` with two or more tasks
+/// (ties: the lowest-numbered), by looking at each.
+fn busiest_by_scan(b: &Balancer, cpu: CpuId, span: &[CpuId]) -> Option<CpuId> {
+    let mut busiest: Option<(u64, CpuId)> = None;
+    let mut consider = |c: CpuId| {
+        if c == cpu || b.nr[c] < 2 {
+            return;
+        }
+        let key = (b.load[c], c);
+        if busiest.is_none_or(|x| key.0 > x.0) {
+            busiest = Some(key);
+        }
+    };
+    // When the overloaded CPUs are few, look at them rather than at the
+    // whole span (same answer, as both go in ascending order).
+    if b.overloaded.len() < span.len() {
+        for c in b.overloaded.iter() {
+            if span.binary_search(&c).is_ok() {
+                consider(c);
+            }
+        }
+    } else {
+        for &c in span.iter() {
+            consider(c);
+        }
+    }
+    busiest.map(|x| x.1)
 }
 
 /// On the tick of a CPU with waiting tasks: hand one to an idle CPU (nohz
@@ -618,14 +906,21 @@ pub(super) fn tick_balance<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId) {
     if !q.bal().idle.is_empty() {
         let mut target = None;
         let b = q.bal();
-        'levels: for lvl in &b.levels[cpu] {
-            for &c in lvl.span.iter() {
-                if c != cpu && b.idle.contains(c) && b.is_idle(cx, c) {
+        // Only CPUs with no task counted can be idle: visit those of each
+        // span, in ascending order.
+        let n = cx.ncpus();
+        for lvl in &b.levels[cpu] {
+            let mut take = |c: CpuId| {
+                if c != cpu && b.is_idle(cx, c) {
                     if let Some(t) = pick_migratable(q, cx, cpu, c, u64::MAX) {
                         target = Some((t, c));
-                        break 'levels;
+                        return true;
                     }
                 }
+                false
+            };
+            if lvl.mask.find_in(&b.idle, 0, n, &mut take).is_some() {
+                break;
             }
         }
         if let Some((t, c)) = target {
@@ -713,6 +1008,55 @@ mod tests {
                 prop_assert_eq!(tl.first(), model.first().copied());
             }
             prop_assert_eq!(tl.pop_first(), None);
+        }
+
+        /// A span mask finds, among the members of a set, the first CPU of
+        /// the span in a range that a predicate accepts, as a scan does.
+        #[test]
+        fn span_mask_finds_what_a_scan_finds(
+            n in 1usize..200,
+            span_bits in proptest::collection::vec(any::<bool>(), 200),
+            set_bits in proptest::collection::vec(any::<bool>(), 200),
+            from in 0usize..210,
+            to in 0usize..210,
+            reject in 0usize..7,
+        ) {
+            let span: Vec<CpuId> = (0..n).filter(|&c| span_bits[c]).collect();
+            let mask = SpanMask::new(n, &span);
+            let mut set = CpuBits::new(n);
+            for c in (0..n).filter(|&c| set_bits[c]) {
+                set.insert(c);
+            }
+            let (from, to) = (from.min(n), to.min(n));
+            let ok = |c: CpuId| c % 7 != reject;
+            let got = mask.find_in(&set, from, to, &mut |c| ok(c));
+            let want = span.iter().copied().find(|&c| c >= from && c < to && set.contains(c) && ok(c));
+            prop_assert_eq!(got, want);
+        }
+
+        /// The busiest-CPU tree's maximum over any range of positions is the
+        /// most loaded overloaded CPU there, the lowest-numbered among equals.
+        #[test]
+        fn busiest_tree_matches_a_scan(
+            ops in proptest::collection::vec((0usize..40, 0u64..6, any::<bool>()), 1..200),
+            lo in 0usize..40,
+            len in 0usize..40,
+        ) {
+            let n = 40;
+            let mut tree = BusiestTree::new(n);
+            // Position p holds CPU 39 − p: positions and ids in opposite orders.
+            let mut state: Vec<Option<u64>> = vec![None; n];
+            for (p, load, over) in ops {
+                let cpu = n - 1 - p;
+                state[p] = over.then_some(load);
+                tree.set(p, if over { BusiestTree::key(load, cpu) } else { 0 });
+            }
+            let hi = (lo + len).min(n);
+            let got = tree.max(lo, hi);
+            let want = (lo..hi)
+                .filter_map(|p| state[p].map(|l| (l, n - 1 - p)))
+                .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            prop_assert_eq!((got != 0).then(|| BusiestTree::cpu_of(got)), want.map(|w| w.1));
         }
 
         /// The CPU bit set agrees with a B-tree set on membership, size and
