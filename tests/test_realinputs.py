@@ -111,6 +111,11 @@ RUN_PHASES: dict[str, tuple[list[str], set[str]]] = {
     ),
     # runtime events and barriers shared by the two tasks.
     "tutorial__example7.json": (["task0", "task1"], {"run_for_ms", "sleep_ms", "shared_barrier"}),
+    # One SCHED_FIFO task (the rt class, rt-app's default priority 10).
+    "cpufreq_governor_efficiency__calibration.json": (["thread"], {"compute_ms", "sleep_ms"}),
+    "cpufreq_governor_efficiency__dvfs.json": (["thread"], {"compute_ms", "timer", "timer_ms"}),
+    # A SCHED_OTHER task with a custom slice beside a SCHED_DEADLINE one.
+    "custom-slice.json": (["thread0", "thread1"], {"compute_ms"}),
     # Three phases on CPUs 0, 1 and (the task's) 2.
     "tutorial__example8.json": (["thread0"], {"compute_ms", "cpus"}),
     # thread3 forks thread1 (which also runs from the start: a forked copy)
@@ -150,9 +155,13 @@ def test_rtapp_file_runs_or_is_refused_for_its_documented_reason(name: str) -> N
             assert {k for p in wl.programs for ph in p["phases"] for k in ph} == keys
         # CPU0 of the preset is a big core (capacity 1024): run times are reference work.
         # The browser's main thread sleeps 400 ms before it starts anything.
-        duration = 1.0 if name.startswith("browser") else 0.25
+        # dvfs's task waits for its 1.2 s timer before its first run.
+        duration = 1.0 if name.startswith("browser") else 2.0 if "dvfs" in name else 0.25
         res = hetsched.run(wl.scenario(machine="big-little-4+4", duration_s=duration))
-        assert res.summary["sim_end_s"] == pytest.approx(duration)
+        # It runs to the end, unless every program completed before (the
+        # calibration file's one loop; dvfs's pinned task on a little CPU).
+        done = res.summary["programs_completed"] == len(wl.programs)
+        assert done or res.summary["sim_end_s"] == pytest.approx(duration)
         assert res.tasks["work_ms"].sum() > 0
         return
     with pytest.raises(rtapp.RtAppError) as e:
@@ -168,6 +177,23 @@ def test_rtapp_file_runs_or_is_refused_for_its_documented_reason(name: str) -> N
         assert where in str(e.value)
         if feature != "fragment":
             assert where.startswith("tasks.")
+
+
+def test_scheduling_classes_of_the_real_files() -> None:
+    def fields(name: str) -> list[dict[str, object]]:
+        keys = ("policy", "priority", "slice_ms", "dl_runtime_ms", "dl_period_ms")
+        wl = rtapp.load_rtapp(REAL / "rtapp" / name)
+        return [{k: p[k] for k in keys if k in p} for p in wl.programs]
+
+    fifo = [{"policy": "fifo", "priority": 10}]
+    assert fields("cpufreq_governor_efficiency__calibration.json") == fifo
+    assert fields("cpufreq_governor_efficiency__dvfs.json") == fifo
+    # dl-runtime is in microseconds: a 100 ms custom slice (the kernel's
+    # upper bound) and a 200 ms deadline budget whose period defaults to it.
+    assert fields("custom-slice.json") == [
+        {"slice_ms": 100.0},
+        {"policy": "deadline", "dl_runtime_ms": 200.0, "dl_period_ms": 200.0},
+    ]
 
 
 def test_merge_fragments_together_are_refused_for_the_old_grammar_only() -> None:

@@ -306,7 +306,9 @@ impl Engine {
             let e = &mut cls.dl[t];
             if flags == EnqFlags::New {
                 *e = DlEntity::new_at(&a, now);
-            } else if !e.throttled {
+            } else if e.throttled {
+                cls.throttled_at[t] = Some(now);
+            } else {
                 let rule = e.wake_rule(&a, now);
                 if rule == WakeRule::WaitPeriod {
                     let at = e.next_period(&a);
@@ -340,9 +342,14 @@ impl Engine {
     /// Throttle deadline task `t` until `at` (its replenishment).
     fn dl_throttle(&mut self, t: TaskId, at: SimTime) {
         let now = self.now;
+        let runnable = self.tasks[t].state == TaskState::Runnable;
         let cls = self.cls();
         cls.dl[t].throttled = true;
-        cls.throttled_at[t] = Some(now);
+        // Throttled time counts while the task is runnable: one that blocked
+        // or exited with its budget spent starts counting if it wakes first.
+        if runnable {
+            cls.throttled_at[t] = Some(now);
+        }
         cls.repl_gen[t] = cls.repl_gen[t].wrapping_add(1);
         let gen = cls.repl_gen[t];
         self.q.push(
