@@ -30,7 +30,10 @@ fn runs(r: &RunResults, task: usize) -> Vec<(f64, f64)> {
         .iter()
         .filter_map(|e| match e {
             TraceEvent::Run {
-                t_ns, end_ns, task: x, ..
+                t_ns,
+                end_ns,
+                task: x,
+                ..
             } if *x == task && end_ns > t_ns => Some((*t_ns as f64 / 1e6, *end_ns as f64 / 1e6)),
             _ => None,
         })
@@ -53,7 +56,10 @@ fn a_post_before_the_pend_is_kept() {
         "{}{}{}",
         machine(2),
         prog("a", "{ compute_ms = 5 }, { post = \"s\" }"),
-        prog("b", "{ sleep_ms = 10 }, { pend = \"s\" }, { compute_ms = 3 }")
+        prog(
+            "b",
+            "{ sleep_ms = 10 }, { pend = \"s\" }, { compute_ms = 3 }"
+        )
     ));
     assert!(close(end_ms(&r, 0), 5.0), "{}", end_ms(&r, 0));
     assert_eq!(runs(&r, 1), vec![(10.0, 13.0)]);
@@ -66,12 +72,19 @@ fn a_pend_before_the_post_waits_for_it() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog("a", "{ compute_ms = 4 }, { post = \"s\" }, { compute_ms = 1 }"),
+        prog(
+            "a",
+            "{ compute_ms = 4 }, { post = \"s\" }, { compute_ms = 1 }"
+        ),
         prog("b", "{ pend = \"s\" }, { compute_ms = 2 }")
     ));
     assert_eq!(runs(&r, 0), vec![(0.0, 5.0)]);
     assert_eq!(runs(&r, 1), vec![(4.0, 6.0)]);
-    assert!(close(r.tasks[1].sleep_s * 1e3, 4.0), "{}", r.tasks[1].sleep_s);
+    assert!(
+        close(r.tasks[1].sleep_s * 1e3, 4.0),
+        "{}",
+        r.tasks[1].sleep_s
+    );
 }
 
 #[test]
@@ -124,7 +137,10 @@ fn an_unlock_hands_the_mutex_to_the_longest_waiter() {
     let r = go(&format!(
         "{}{}{}{}",
         machine(3),
-        prog("a", "{ lock = \"m\" }, { compute_ms = 10 }, { unlock = \"m\" }"),
+        prog(
+            "a",
+            "{ lock = \"m\" }, { compute_ms = 10 }, { unlock = \"m\" }"
+        ),
         prog(
             "b",
             "{ sleep_ms = 2 }, { lock = \"m\" }, { compute_ms = 1 }, { unlock = \"m\" }"
@@ -186,7 +202,10 @@ fn a_resume_with_nobody_suspended_is_lost() {
             "r",
             "{ compute_ms = 1 }, { resume = \"x\" }, { compute_ms = 1 }, { resume = \"x\" }"
         ),
-        prog("s", "{ sleep_ms = 1.5 }, { suspend = \"x\" }, { compute_ms = 1 }")
+        prog(
+            "s",
+            "{ sleep_ms = 1.5 }, { suspend = \"x\" }, { compute_ms = 1 }"
+        )
     ));
     assert_eq!(runs(&r, 1), vec![(2.0, 3.0)]);
     // Without the second resume nothing wakes S: a deadlock, named.
@@ -194,7 +213,10 @@ fn a_resume_with_nobody_suspended_is_lost() {
         "{}{}{}",
         machine(2),
         prog("r", "{ compute_ms = 1 }, { resume = \"x\" }"),
-        prog("s", "{ sleep_ms = 1.5 }, { suspend = \"x\" }, { compute_ms = 1 }")
+        prog(
+            "s",
+            "{ sleep_ms = 1.5 }, { suspend = \"x\" }, { compute_ms = 1 }"
+        )
     ));
     assert!(
         e.contains("deadlock at 0.001500000 s")
@@ -211,9 +233,15 @@ fn suspend_and_resume_are_the_condition_variable_and_mutex_of_their_name() {
     let r = go(&format!(
         "{}{}{}{}",
         machine(3),
-        prog("h", "{ lock = \"x\" }, { compute_ms = 5 }, { unlock = \"x\" }"),
+        prog(
+            "h",
+            "{ lock = \"x\" }, { compute_ms = 5 }, { unlock = \"x\" }"
+        ),
         prog("s", "{ suspend = \"x\" }, { compute_ms = 1 }"),
-        prog("r", "{ sleep_ms = 1 }, { resume = \"x\" }, { compute_ms = 1 }")
+        prog(
+            "r",
+            "{ sleep_ms = 1 }, { resume = \"x\" }, { compute_ms = 1 }"
+        )
     ));
     // S suspends only once H's unlock at 5 ms gives it the mutex (it waited
     // first); R's resume then takes the mutex after S released it in its
@@ -224,7 +252,10 @@ fn suspend_and_resume_are_the_condition_variable_and_mutex_of_their_name() {
         "{}{}{}",
         machine(2),
         prog("s", "{ suspend = \"x\" }, { compute_ms = 1 }"),
-        prog("g", "{ compute_ms = 2 }, { lock = \"x\" }, { signal = \"x\" }, { unlock = \"x\" }")
+        prog(
+            "g",
+            "{ compute_ms = 2 }, { lock = \"x\" }, { signal = \"x\" }, { unlock = \"x\" }"
+        )
     ));
     assert_eq!(runs(&r, 0), vec![(2.0, 3.0)]);
 }
@@ -234,8 +265,14 @@ fn a_shared_barrier_waits_for_every_thread_that_names_it() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog("a", "{ compute_ms = 2 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"),
-        prog("b", "{ compute_ms = 5 }, { shared_barrier = \"b\" }, { compute_ms = 1 }")
+        prog(
+            "a",
+            "{ compute_ms = 2 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
+        ),
+        prog(
+            "b",
+            "{ compute_ms = 5 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
+        )
     ));
     assert_eq!(runs(&r, 0), vec![(0.0, 2.0), (5.0, 6.0)]);
     assert_eq!(runs(&r, 1), vec![(0.0, 6.0)]);
@@ -244,8 +281,14 @@ fn a_shared_barrier_waits_for_every_thread_that_names_it() {
     let r = go(&format!(
         "{}{}{}{}",
         machine(3),
-        prog("a", "{ compute_ms = 2 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"),
-        prog("b", "{ compute_ms = 5 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"),
+        prog(
+            "a",
+            "{ compute_ms = 2 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
+        ),
+        prog(
+            "b",
+            "{ compute_ms = 5 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
+        ),
         prog("c", "{ compute_ms = 1 }, { shared_barrier = \"b\" }")
             .replace("kind = \"phases\"", "kind = \"phases\"\nloops = 1")
     ));
@@ -261,8 +304,11 @@ fn a_timer_ticks_absolutely_and_is_shared() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog("t1", "{ compute_ms = 1 }, { timer = \"tick\", timer_ms = 10 }")
-            .replace("kind = \"phases\"", "kind = \"phases\"\nloops = 3"),
+        prog(
+            "t1",
+            "{ compute_ms = 1 }, { timer = \"tick\", timer_ms = 10 }"
+        )
+        .replace("kind = \"phases\"", "kind = \"phases\"\nloops = 3"),
         prog(
             "t2",
             "{ sleep_ms = 5 }, { compute_ms = 1 }, { timer = \"tick\", timer_ms = 10 }"
@@ -278,8 +324,11 @@ fn a_timer_ticks_absolutely_and_is_shared() {
     let r = go(&format!(
         "{}{}",
         machine(1),
-        prog("late", "{ compute_ms = 12 }, { timer = \"tk\", timer_ms = 10 }")
-            .replace("kind = \"phases\"", "kind = \"phases\"\nloops = 3")
+        prog(
+            "late",
+            "{ compute_ms = 12 }, { timer = \"tk\", timer_ms = 10 }"
+        )
+        .replace("kind = \"phases\"", "kind = \"phases\"\nloops = 3")
     ));
     assert_eq!(runs(&r, 0), vec![(0.0, 12.0), (22.0, 46.0)]);
 }
@@ -291,7 +340,10 @@ fn yield_lets_the_scheduler_pick_again() {
     let r = go(&format!(
         "{}{}",
         machine(1),
-        prog("y", "{ compute_ms = 1 }, { yield = true }, { compute_ms = 1 }")
+        prog(
+            "y",
+            "{ compute_ms = 1 }, { yield = true }, { compute_ms = 1 }"
+        )
     ));
     assert_eq!(runs(&r, 0), vec![(0.0, 1.0), (1.0, 2.0)]);
 }
@@ -326,16 +378,24 @@ fn fork_starts_an_instance_now_or_after_the_running_one() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog("p", "{ compute_ms = 1 }, { fork = \"c\" }, { compute_ms = 1 }"),
-        prog("c", "{ compute_ms = 2 }").replace("kind = \"phases\"", "kind = \"phases\"\nforked = true")
+        prog(
+            "p",
+            "{ compute_ms = 1 }, { fork = \"c\" }, { compute_ms = 1 }"
+        ),
+        prog("c", "{ compute_ms = 2 }")
+            .replace("kind = \"phases\"", "kind = \"phases\"\nforked = true")
     ));
     assert_eq!(runs(&r, 1), vec![(1.0, 3.0)]);
     // Two forks at 0: the second instance starts when the first ends (2).
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog("p", "{ fork = \"c\" }, { fork = \"c\" }, { compute_ms = 0.5 }"),
-        prog("c", "{ compute_ms = 2 }").replace("kind = \"phases\"", "kind = \"phases\"\nforked = true")
+        prog(
+            "p",
+            "{ fork = \"c\" }, { fork = \"c\" }, { compute_ms = 0.5 }"
+        ),
+        prog("c", "{ compute_ms = 2 }")
+            .replace("kind = \"phases\"", "kind = \"phases\"\nforked = true")
     ));
     assert_eq!(runs(&r, 1), vec![(0.0, 2.0), (2.0, 4.0)]);
     assert!(close(end_ms(&r, 1), 4.0));
@@ -345,10 +405,15 @@ fn fork_starts_an_instance_now_or_after_the_running_one() {
         "{}{}{}",
         machine(2),
         prog("p", "{ compute_ms = 1 }"),
-        prog("c", "{ compute_ms = 2 }").replace("kind = \"phases\"", "kind = \"phases\"\nforked = true")
+        prog("c", "{ compute_ms = 2 }")
+            .replace("kind = \"phases\"", "kind = \"phases\"\nforked = true")
     ));
     assert!(r.tasks[1].start_s.is_none());
-    assert!(close(r.summary.sim_end_s * 1e3, 1.0), "{}", r.summary.sim_end_s);
+    assert!(
+        close(r.summary.sim_end_s * 1e3, 1.0),
+        "{}",
+        r.summary.sim_end_s
+    );
 }
 
 #[test]
@@ -384,22 +449,49 @@ fn a_lock_cycle_is_a_deadlock_naming_threads_and_mutexes() {
         )
     ));
     assert!(e.contains("deadlock at 0.001000000 s"), "{e}");
-    assert!(e.contains("a[0] waits for mutex \"y\" (held by b[0])"), "{e}");
-    assert!(e.contains("b[0] waits for mutex \"x\" (held by a[0])"), "{e}");
+    assert!(
+        e.contains("a[0] waits for mutex \"y\" (held by b[0])"),
+        "{e}"
+    );
+    assert!(
+        e.contains("b[0] waits for mutex \"x\" (held by a[0])"),
+        "{e}"
+    );
 }
 
 #[test]
 fn misuse_and_bad_phases_name_the_field() {
     let cases = [
-        ("{ wait = \"c\" }", "workload.programs[0].phases[0].mutex: required with wait"),
-        ("{ lock = \"m\", mutex = \"m\" }", "phases[0].mutex: applies to wait and sync phases only"),
+        (
+            "{ wait = \"c\" }",
+            "workload.programs[0].phases[0].mutex: required with wait",
+        ),
+        (
+            "{ lock = \"m\", mutex = \"m\" }",
+            "phases[0].mutex: applies to wait and sync phases only",
+        ),
         ("{ cpus = [] }", "phases[0].cpus: empty list"),
-        ("{ cpus = [0, 7] }", "phases[0].cpus[1]: cpu 7 does not exist (machine has 2 cpus: 0-1)"),
-        ("{ fork = \"nope\" }", "phases[0].fork: no program is named \"nope\""),
-        ("{ timer_ms = 5 }", "phases[0].timer: required with timer_ms"),
-        ("{ timer = \"t\" }", "phases[0].timer_ms: required with timer"),
+        (
+            "{ cpus = [0, 7] }",
+            "phases[0].cpus[1]: cpu 7 does not exist (machine has 2 cpus: 0-1)",
+        ),
+        (
+            "{ fork = \"nope\" }",
+            "phases[0].fork: no program is named \"nope\"",
+        ),
+        (
+            "{ timer_ms = 5 }",
+            "phases[0].timer: required with timer_ms",
+        ),
+        (
+            "{ timer = \"t\" }",
+            "phases[0].timer_ms: required with timer",
+        ),
         ("{ post = \"\" }", "phases[0].post: empty name"),
-        ("{ post = \"s\", pend = \"s\" }", "phases[0]: give exactly one of"),
+        (
+            "{ post = \"s\", pend = \"s\" }",
+            "phases[0]: give exactly one of",
+        ),
         ("{ yield = false }", "phases[0].yield: false is not a phase"),
         ("{ run_for_ms = -1 }", "phases[0].run_for_ms"),
     ];
@@ -422,12 +514,20 @@ fn misuse_and_bad_phases_name_the_field() {
         machine(2),
         prog("a", "{ unlock = \"m\" }")
     ));
-    assert!(e.contains("a[0] unlocks mutex \"m\", which nobody holds"), "{e}");
+    assert!(
+        e.contains("a[0] unlocks mutex \"m\", which nobody holds"),
+        "{e}"
+    );
     let e = err(&format!(
         "{}{}",
         machine(2),
-        prog("c", "{ compute_ms = 1 }")
-            .replace("kind = \"phases\"", "kind = \"phases\"\nforked = true\nstart_ms = 3")
+        prog("c", "{ compute_ms = 1 }").replace(
+            "kind = \"phases\"",
+            "kind = \"phases\"\nforked = true\nstart_ms = 3"
+        )
     ));
-    assert!(e.contains("workload.programs[0].start_ms: a forked program starts when"), "{e}");
+    assert!(
+        e.contains("workload.programs[0].start_ms: a forked program starts when"),
+        "{e}"
+    );
 }

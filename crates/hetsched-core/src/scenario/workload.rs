@@ -714,7 +714,9 @@ fn phase_ops(
             if hits > 1 {
                 return Err(at(
                     field("fork"),
-                    format!("{hits} programs are named \"{f}\"; a forked program needs a unique name"),
+                    format!(
+                        "{hits} programs are named \"{f}\"; a forked program needs a unique name"
+                    ),
                 ));
             }
             Op::Fork { program: name }

@@ -37,19 +37,48 @@ use std::collections::BTreeMap;
 /// Payload of an event.
 #[derive(Copy, Clone, Debug)]
 enum Ev {
-    Complete { cpu: u32, gen: u32 },
-    Wake { task: u32, gen: u32 },
-    ProgramStart { prog: u32 },
-    Tick { cpu: u32, gen: u32 },
-    Timer { token: u64, gen: u32 },
-    FreqApply { domain: u32, gen: u32 },
+    Complete {
+        cpu: u32,
+        gen: u32,
+    },
+    Wake {
+        task: u32,
+        gen: u32,
+    },
+    ProgramStart {
+        prog: u32,
+    },
+    Tick {
+        cpu: u32,
+        gen: u32,
+    },
+    Timer {
+        token: u64,
+        gen: u32,
+    },
+    FreqApply {
+        domain: u32,
+        gen: u32,
+    },
     GovSample,
-    AgentSample { idx: u32 },
+    AgentSample {
+        idx: u32,
+    },
     Dyn(dynamic::DynEv),
-    Slice { cpu: u32, gen: u32 },
+    Slice {
+        cpu: u32,
+        gen: u32,
+    },
     /// The wall-time end of a `run_for` phase (`sync.rs`).
-    RunEnd { task: u32, gen: u32 },
-    Class { kind: u8, id: u32, gen: u32 },
+    RunEnd {
+        task: u32,
+        gen: u32,
+    },
+    Class {
+        kind: u8,
+        id: u32,
+        gen: u32,
+    },
     End,
 }
 

@@ -140,7 +140,7 @@ impl<E> Ord for Entry<E> {
 #[inline]
 fn sort_bucket<E>(b: &mut [Entry<E>]) {
     if b.len() > 16 {
-        b.sort_unstable_by(|x, y| y.key.cmp(&x.key));
+        b.sort_unstable_by_key(|y| std::cmp::Reverse(y.key));
         return;
     }
     for j in 1..b.len() {
@@ -266,7 +266,7 @@ impl<E> EventQueue<E> {
         }
         let i = (self.cur & MASK) as usize;
         if let Some(e) = self.slots[i].last() {
-            return heap_min.map_or(true, |h| e.key < h);
+            return heap_min.is_none_or(|h| e.key < h);
         }
         let s = self.next_bucket();
         if let Some(h) = heap_min {
@@ -278,7 +278,7 @@ impl<E> EventQueue<E> {
         let b = &mut self.slots[(s & MASK) as usize];
         sort_bucket(b);
         let first = b.last().expect("an occupied bucket").key;
-        heap_min.map_or(true, |h| first < h)
+        heap_min.is_none_or(|h| first < h)
     }
 
     /// Remove and return the earliest event. O(1) amortised from the wheel,

@@ -418,15 +418,11 @@ impl Engine {
             Some(o) if o == t => Ok(()),
             Some(o) => Err(self.sync_misuse(
                 t,
-                format!(
-                    "{verb} mutex \"{name}\", which {} holds",
-                    self.sync_who(o)
-                ),
+                format!("{verb} mutex \"{name}\", which {} holds", self.sync_who(o)),
             )),
-            None => Err(self.sync_misuse(
-                t,
-                format!("{verb} mutex \"{name}\", which nobody holds"),
-            )),
+            None => {
+                Err(self.sync_misuse(t, format!("{verb} mutex \"{name}\", which nobody holds")))
+            }
         }
     }
 
@@ -587,8 +583,11 @@ impl Engine {
             ps.pending -= 1;
             ps.start_queued = true;
             self.progs[p].instance += 1;
-            self.q
-                .push(self.now, EventClass::Wake, Ev::ProgramStart { prog: p as u32 });
+            self.q.push(
+                self.now,
+                EventClass::Wake,
+                Ev::ProgramStart { prog: p as u32 },
+            );
             return true;
         }
         ps.done = true;
@@ -611,8 +610,11 @@ impl Engine {
         }
         self.programs_done -= 1;
         self.recount_barriers(p);
-        self.q
-            .push(self.now, EventClass::Wake, Ev::ProgramStart { prog: p as u32 });
+        self.q.push(
+            self.now,
+            EventClass::Wake,
+            Ev::ProgramStart { prog: p as u32 },
+        );
     }
 
     /// The wall-time end of `t`'s `run_for` phase. Returns false for a
