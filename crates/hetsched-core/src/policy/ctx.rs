@@ -291,6 +291,16 @@ impl<'a> Ctx<'a> {
             *e = v;
         }
     }
+    /// Publish the utilisation clamps (minimum, maximum) of `cpu`'s runqueue
+    /// for the governor (no effect outside the host's scheduler and governor).
+    pub fn set_cpu_uclamp(&mut self, cpu: CpuId, v: (u32, u32)) {
+        if let Some(u) = self.util.as_mut() {
+            if let Some(e) = u.uclamp.get_mut(cpu) {
+                *e = Some(v);
+                u.uclamp_on = true;
+            }
+        }
+    }
     /// Runnable plus running tasks (instantaneous load average).
     pub fn load_avg(&self) -> f64 {
         self.tasks

@@ -731,17 +731,6 @@ impl UtilChannel {
     }
 }
 
-/// Publish the utilisation clamps (minimum, maximum) of `cpu`'s runqueue
-/// for the governor (no effect outside the host's scheduler and governor).
-pub(crate) fn set_cpu_uclamp(cx: &mut Ctx, cpu: usize, v: (u32, u32)) {
-    if let Some(u) = cx.util.as_mut() {
-        if let Some(e) = u.uclamp.get_mut(cpu) {
-            *e = Some(v);
-            u.uclamp_on = true;
-        }
-    }
-}
-
 /// The utilisation clamps of `cpu`'s runqueue as the scheduler last
 /// published them: `None` while uclamp is not in use, (0, 1024) for a CPU
 /// whose runqueue never held a clamped task.

@@ -1,5 +1,6 @@
-//! The scenario's `[os]` table (the rt and deadline classes' settings) and
-//! the validation of the programs' scheduling policies: `policy`,
+//! Validation of the scenario's `[os]` table (the rt and deadline classes'
+//! settings; its schema, `OsSpec`, is in `spec.rs` with the rest of the
+//! file format) and of the programs' scheduling policies: `policy`,
 //! `priority` and the SCHED_DEADLINE parameters, and the deadline class's
 //! admission control. See docs/classes.md.
 
@@ -7,69 +8,6 @@ use crate::error::{at, SimError};
 use crate::hw::Machine;
 use crate::os::{ClassConfig, SchedAttr, SchedPolicy, Task};
 use crate::scenario::spec::{ProgramCommon, ScenarioSpec};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-fn d_rt_runtime() -> f64 {
-    950.0
-}
-fn d_rt_period() -> f64 {
-    1000.0
-}
-fn d_rr() -> f64 {
-    100.0
-}
-fn d_fs_runtime() -> f64 {
-    50.0
-}
-fn d_fs_period() -> f64 {
-    1000.0
-}
-fn d_true() -> bool {
-    true
-}
-
-/// Operating-system settings of the classes above fair (Linux 6.18's
-/// defaults; every value's source is in docs/classes.md).
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OsSpec {
-    /// `sched_rt_runtime_us` in ms (default 950): with `rt_period_ms`, the
-    /// share of each CPU that SCHED_DEADLINE tasks may reserve (admission
-    /// control).
-    #[serde(default = "d_rt_runtime")]
-    pub rt_runtime_ms: f64,
-    /// `sched_rt_period_us` in ms (default 1000).
-    #[serde(default = "d_rt_period")]
-    pub rt_period_ms: f64,
-    /// `sched_rr_timeslice_ms`: SCHED_RR timeslice, ms (default 100).
-    #[serde(default = "d_rr")]
-    pub rr_timeslice_ms: f64,
-    /// Whether each CPU has the fair server (a deadline server that gives the
-    /// fair class `fair_server_runtime_ms` every `fair_server_period_ms`
-    /// when rt or deadline tasks would starve it; Linux 6.12+). Default true.
-    #[serde(default = "d_true")]
-    pub fair_server: bool,
-    /// Fair server runtime, ms (default 50).
-    #[serde(default = "d_fs_runtime")]
-    pub fair_server_runtime_ms: f64,
-    /// Fair server period, ms (default 1000).
-    #[serde(default = "d_fs_period")]
-    pub fair_server_period_ms: f64,
-}
-
-impl Default for OsSpec {
-    fn default() -> Self {
-        OsSpec {
-            rt_runtime_ms: d_rt_runtime(),
-            rt_period_ms: d_rt_period(),
-            rr_timeslice_ms: d_rr(),
-            fair_server: true,
-            fair_server_runtime_ms: d_fs_runtime(),
-            fair_server_period_ms: d_fs_period(),
-        }
-    }
-}
 
 fn ms_in(path: &str, v: f64, lo: f64, hi: f64) -> Result<u64, SimError> {
     if !v.is_finite() || v < lo || v > hi {

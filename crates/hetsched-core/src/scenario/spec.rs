@@ -121,7 +121,7 @@ pub struct ScenarioSpec {
     /// timeslice, the fair server (docs/classes.md). Absent: Linux 6.18's
     /// defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub os: Option<crate::scenario::os::OsSpec>,
+    pub os: Option<OsSpec>,
 }
 
 /// A cpuset: a named group of CPUs.
@@ -1089,4 +1089,62 @@ pub struct PhaseSpec {
 pub fn json_schema() -> String {
     let schema = schemars::schema_for!(ScenarioSpec);
     serde_json::to_string_pretty(&schema).expect("schema serialises")
+}
+
+fn d_os_rt_runtime() -> f64 {
+    950.0
+}
+fn d_os_rt_period() -> f64 {
+    1000.0
+}
+fn d_os_rr() -> f64 {
+    100.0
+}
+fn d_os_fs_runtime() -> f64 {
+    50.0
+}
+fn d_os_fs_period() -> f64 {
+    1000.0
+}
+
+/// Operating-system settings of the classes above fair (Linux 6.18's
+/// defaults; every value's source is in docs/classes.md).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OsSpec {
+    /// `sched_rt_runtime_us` in ms (default 950): with `rt_period_ms`, the
+    /// share of each CPU that SCHED_DEADLINE tasks may reserve (admission
+    /// control).
+    #[serde(default = "d_os_rt_runtime")]
+    pub rt_runtime_ms: f64,
+    /// `sched_rt_period_us` in ms (default 1000).
+    #[serde(default = "d_os_rt_period")]
+    pub rt_period_ms: f64,
+    /// `sched_rr_timeslice_ms`: SCHED_RR timeslice, ms (default 100).
+    #[serde(default = "d_os_rr")]
+    pub rr_timeslice_ms: f64,
+    /// Whether each CPU has the fair server (a deadline server that gives the
+    /// fair class `fair_server_runtime_ms` every `fair_server_period_ms`
+    /// when rt or deadline tasks would starve it; Linux 6.12+). Default true.
+    #[serde(default = "d_true")]
+    pub fair_server: bool,
+    /// Fair server runtime, ms (default 50).
+    #[serde(default = "d_os_fs_runtime")]
+    pub fair_server_runtime_ms: f64,
+    /// Fair server period, ms (default 1000).
+    #[serde(default = "d_os_fs_period")]
+    pub fair_server_period_ms: f64,
+}
+
+impl Default for OsSpec {
+    fn default() -> Self {
+        OsSpec {
+            rt_runtime_ms: d_os_rt_runtime(),
+            rt_period_ms: d_os_rt_period(),
+            rr_timeslice_ms: d_os_rr(),
+            fair_server: true,
+            fair_server_runtime_ms: d_os_fs_runtime(),
+            fair_server_period_ms: d_os_fs_period(),
+        }
+    }
 }

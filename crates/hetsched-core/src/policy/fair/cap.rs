@@ -500,7 +500,7 @@ impl CapAware {
     fn uc_publish(&self, cx: &mut Ctx, cpu: CpuId) {
         if self.uc_publish {
             let (lo, hi) = self.uc_rq[cpu].get();
-            super::super::governors::set_cpu_uclamp(cx, cpu, (lo, hi));
+            cx.set_cpu_uclamp(cpu, (lo, hi));
         }
     }
 
