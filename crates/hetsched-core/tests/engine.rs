@@ -779,3 +779,38 @@ fn peak_power_of_an_idle_machine_is_its_idle_power() {
         r.summary.energy_j
     );
 }
+
+#[test]
+fn a_build_asks_whether_to_stop_every_few_thousand_threads() {
+    let s = scn(
+        "duration_s = 1\nmachine.preset = \"big-little-4+4\"\n\
+         [[workload.programs]]\nkind = \"parallel\"\nthreads = 10000\nwork_ms = 1\n\
+         [[workload.programs]]\nkind = \"parallel\"\nthreads = 3\nwork_ms = 1\n",
+    );
+    // Once before each program's threads, then every 4096 threads (ids
+    // 4095 and 8191 of the first program): 2 + 2 calls.
+    let mut calls = 0;
+    let setup = s
+        .build_interruptible(None, vec![], &mut || {
+            calls += 1;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(setup.tasks.len(), 10003);
+    assert_eq!(calls, 4);
+    // An error from the check ends the build at once with its message.
+    let mut calls = 0;
+    let e = s
+        .build_interruptible(None, vec![], &mut || {
+            calls += 1;
+            if calls == 2 {
+                Err("Ctrl-C".into())
+            } else {
+                Ok(())
+            }
+        })
+        .err()
+        .expect("the build must stop");
+    assert_eq!(e, hetsched_core::SimError::Interrupted("Ctrl-C".into()));
+    assert_eq!(calls, 2);
+}

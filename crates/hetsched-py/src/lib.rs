@@ -887,18 +887,37 @@ fn run(
     // `hetsched_core::run`, step by step, so that a Ctrl-C while the
     // scenario is built (seconds for a million threads) stops before the
     // simulation starts: nothing was simulated, so there are no results.
-    let setup = scenario.inner.build(sched, py_agents).map_err(to_py)?;
-    hetsched_core::sim::dsq::check_supported(&setup).map_err(to_py)?;
-    if let Err(e) = py.check_signals() {
-        drop(setup);
-        if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
-            return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
-                "interrupted while the scenario was built, before the simulation started: \
-                 there are no results",
-            ));
+    // Signals are checked while the threads are built (every few thousand)
+    // and once more after: the exception a handler raised is kept here.
+    let mut raised: Option<PyErr> = None;
+    let built = scenario
+        .inner
+        .build_interruptible(sched, py_agents, &mut || match py.check_signals() {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                raised = Some(e);
+                Err("interrupted while the scenario was built".to_string())
+            }
+        })
+        .and_then(|setup| {
+            hetsched_core::sim::dsq::check_supported(&setup)?;
+            Ok(setup)
+        });
+    let setup = match (built, raised.take().map_or_else(|| py.check_signals(), Err)) {
+        (Ok(setup), Ok(())) => setup,
+        (Err(e), Ok(())) => return Err(to_py(e)),
+        (built, Err(e)) => {
+            // Free a large half-built scenario before the error goes up.
+            drop(built);
+            if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
+                    "interrupted while the scenario was built, before the simulation started: \
+                     there are no results",
+                ));
+            }
+            return Err(e);
         }
-        return Err(e);
-    }
+    };
     let mut engine = hetsched_core::sim::Engine::new(setup, RunOptions { trace, check });
     let t0 = std::time::Instant::now();
     let ran = engine.run(Some(&mut cb));

@@ -400,7 +400,7 @@ pub fn from_value(mut v: Value) -> Result<Scenario, SimError> {
         }
     })?;
     let mut warnings = Vec::new();
-    let parts = build_parts(&spec, &mut warnings)?;
+    let parts = build_parts(&spec, &mut warnings, &mut || Ok(()))?;
     build_dynamic(&spec, &parts.machine)?;
     build_policies(&spec, &parts.machine, None)?;
     Ok(Scenario { spec, warnings })
@@ -427,6 +427,19 @@ impl Scenario {
         sched: Option<Box<dyn Scheduler>>,
         extra_agents: Vec<Box<dyn Agent>>,
     ) -> Result<Setup, SimError> {
+        self.build_interruptible(sched, extra_agents, &mut || Ok(()))
+    }
+    /// [`Scenario::build`], asking `stop` now and then while the threads are
+    /// built (every few thousand) whether to give up: an error from it ends
+    /// the build with [`SimError::Interrupted`] carrying its message. A
+    /// million threads take seconds to build on a loaded machine; this is
+    /// how a Ctrl-C stops them.
+    pub fn build_interruptible(
+        &self,
+        sched: Option<Box<dyn Scheduler>>,
+        extra_agents: Vec<Box<dyn Agent>>,
+        stop: &mut dyn FnMut() -> Result<(), String>,
+    ) -> Result<Setup, SimError> {
         let mut w = Vec::new();
         let Parts {
             machine,
@@ -434,7 +447,7 @@ impl Scenario {
             programs,
             cpusets,
             vms,
-        } = build_parts(&self.spec, &mut w)?;
+        } = build_parts(&self.spec, &mut w, stop)?;
         let Policies {
             scheduler,
             governor,
@@ -606,7 +619,11 @@ fn check_memory(threads: u64, available: Option<u64>) -> Result<(), SimError> {
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// Build and validate the machine, cpusets, tasks and programs.
-fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts, SimError> {
+fn build_parts(
+    spec: &ScenarioSpec,
+    warnings: &mut Vec<String>,
+    stop: &mut dyn FnMut() -> Result<(), String>,
+) -> Result<Parts, SimError> {
     positive("duration_s", spec.duration_s)?;
     if spec.duration_s > 1e7 {
         return Err(at(
@@ -707,8 +724,8 @@ fn build_parts(spec: &ScenarioSpec, warnings: &mut Vec<String>) -> Result<Parts,
             spec.governor
         ));
     }
-    let (mut tasks, mut programs) = build_workload(&spec.workload, &machine, &cpusets)?;
-    let vms = crate::scenario::vm::build_vms(&spec.vms, &machine, &mut tasks, &mut programs)?;
+    let (mut tasks, mut programs) = build_workload(&spec.workload, &machine, &cpusets, stop)?;
+    let vms = crate::scenario::vm::build_vms(&spec.vms, &machine, &mut tasks, &mut programs, stop)?;
     Ok(Parts {
         machine,
         tasks,

@@ -93,6 +93,7 @@ pub fn build_vms(
     host: &Machine,
     tasks: &mut Vec<Task>,
     programs: &mut Vec<Program>,
+    stop: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Vec<VmSetup>, SimError> {
     let mut out = Vec::new();
     let nfast = fast_cores(host);
@@ -200,7 +201,7 @@ pub fn build_vms(
             other => other,
         };
         let (mut gtasks, mut gprogs) =
-            crate::scenario::build_workload(&ws, &gm, &[]).map_err(rename)?;
+            crate::scenario::build_workload(&ws, &gm, &[], stop).map_err(rename)?;
         let scheduler = policy::make_scheduler(&vs.scheduler, &gm)
             .map_err(|e| at(format!("{base}.scheduler"), e))?;
         let (t0, p0) = (tasks.len(), programs.len());

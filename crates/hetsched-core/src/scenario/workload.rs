@@ -11,10 +11,19 @@ use super::*;
 use crate::workload::patterns::{self, Pattern};
 use std::sync::Arc;
 
+/// Threads built between two calls of the caller's interrupt check: a
+/// million threads take about a second to build, so a Ctrl-C is noticed
+/// within a few milliseconds of it.
+const STOP_CHECK_THREADS: usize = 4096;
+
+/// Build the programs and their threads. `stop` is asked every
+/// [`STOP_CHECK_THREADS`] threads whether to give up (Ctrl-C): its error
+/// ends the build as [`SimError::Interrupted`].
 pub(crate) fn build_workload(
     ws: &WorkloadSpec,
     m: &Machine,
     cpusets: &[Cpuset],
+    stop: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<(Vec<Task>, Vec<Program>), SimError> {
     let mut tasks: Vec<Task> = Vec::new();
     let mut programs = Vec::new();
@@ -384,8 +393,12 @@ pub(crate) fn build_workload(
         } else {
             nice_to_weight(c.nice)
         };
+        stop().map_err(SimError::Interrupted)?;
         for (th, (ops, loops)) in per_thread.into_iter().enumerate() {
             let id = tasks.len();
+            if id % STOP_CHECK_THREADS == STOP_CHECK_THREADS - 1 {
+                stop().map_err(SimError::Interrupted)?;
+            }
             prog.threads.push(id);
             tasks.push(Task {
                 id,
