@@ -241,6 +241,26 @@ def test_sigint_while_building_a_million_threads(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_sigint_while_loading_two_million_threads() -> None:
+    # Loading validates the scenario by building its threads (about 0.6
+    # CPU-seconds per million here): the build checks for signals every few
+    # thousand threads, so the KeyboardInterrupt comes from inside loads.
+    prog = (
+        "import sys, hetsched\n"
+        f"text = {MANY.format(threads=2_000_000)!r}\n"
+        "try:\n"
+        "    print('loading', file=sys.stderr, flush=True)\n"
+        "    hetsched.loads(text)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted while loading', file=sys.stderr)\n"
+        "    sys.exit(130)\n"
+        "print('loaded', file=sys.stderr)\n"
+    )
+    code, wall, cpu, err = _interrupt_at_line([sys.executable, "-c", prog], "loading")
+    assert code == 130 and "interrupted while loading" in err, err
+    assert cpu < PROMPT_CPU_S and wall < PROMPT_WALL_S, (cpu, wall, err)
+
+
 def test_sigint_while_converting_the_results(tmp_path: Path) -> None:
     args, out = _run_many(tmp_path, 60_000)
     code, wall, cpu, err = _interrupt_at_line(args, "converting the results")

@@ -782,11 +782,9 @@ fn peak_power_of_an_idle_machine_is_its_idle_power() {
 
 #[test]
 fn a_build_asks_whether_to_stop_every_few_thousand_threads() {
-    let s = scn(
-        "duration_s = 1\nmachine.preset = \"big-little-4+4\"\n\
+    let s = scn("duration_s = 1\nmachine.preset = \"big-little-4+4\"\n\
          [[workload.programs]]\nkind = \"parallel\"\nthreads = 10000\nwork_ms = 1\n\
-         [[workload.programs]]\nkind = \"parallel\"\nthreads = 3\nwork_ms = 1\n",
-    );
+         [[workload.programs]]\nkind = \"parallel\"\nthreads = 3\nwork_ms = 1\n");
     // Once before each program's threads, then every 4096 threads (ids
     // 4095 and 8191 of the first program): 2 + 2 calls.
     let mut calls = 0;
@@ -813,4 +811,30 @@ fn a_build_asks_whether_to_stop_every_few_thousand_threads() {
         .expect("the build must stop");
     assert_eq!(e, hetsched_core::SimError::Interrupted("Ctrl-C".into()));
     assert_eq!(calls, 2);
+}
+
+#[test]
+fn a_large_program_start_can_be_interrupted_between_chunks() {
+    use hetsched_core::sim::{Engine, RunOptions};
+    // Starting 200 000 threads at one instant takes well over the 50 ms
+    // after which the run loop asks the progress callback again; the start
+    // goes in chunks of 4096 threads, so the first "stop" lands inside it.
+    let s = scn("duration_s = 1\nmachine.preset = \"big-little-4+4\"\n\
+         [[workload.programs]]\nkind = \"parallel\"\nthreads = 200000\nwork_ms = 1\n");
+    let mut e = Engine::new(s.build(None, vec![]).unwrap(), RunOptions::default());
+    let mut calls = 0;
+    let mut cb = |_now: f64, _end: f64| -> Result<(), String> {
+        calls += 1;
+        Err("Ctrl-C".into())
+    };
+    e.run(Some(&mut cb)).unwrap();
+    assert_eq!(calls, 1);
+    let why = e.interrupted().expect("interrupted");
+    assert_eq!(why.at, hetsched_core::SimTime::ZERO);
+    let res = hetsched_core::metrics::collect(&e, "start", 0.0);
+    let started = res.tasks.iter().filter(|t| t.start_s.is_some()).count();
+    assert!(
+        started > 0 && started < 200000 && started % 4096 == 0,
+        "{started} threads started"
+    );
 }

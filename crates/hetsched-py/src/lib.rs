@@ -112,6 +112,7 @@ impl Scenario {
 #[pyfunction]
 #[pyo3(signature = (text, source="<string>", overrides=Vec::new(), fmt="toml"))]
 fn parse_scenario(
+    py: Python<'_>,
     text: &str,
     source: &str,
     overrides: Vec<(String, String)>,
@@ -126,7 +127,19 @@ fn parse_scenario(
             )))
         }
     };
-    let inner = scenario::parse(text, source, f, &overrides).map_err(to_py)?;
+    // A scenario of a million threads takes a second or more to validate:
+    // signals are checked while its threads are built.
+    let mut raised: Option<PyErr> = None;
+    let parsed = scenario::parse_interruptible(text, source, f, &overrides, &mut || {
+        py.check_signals().map_err(|e| {
+            raised = Some(e);
+            "interrupted while the scenario was loaded".to_string()
+        })
+    });
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    let inner = parsed.map_err(to_py)?;
     Ok(Scenario { inner })
 }
 

@@ -352,6 +352,19 @@ pub fn parse(
     fmt: Format,
     overrides: &[(String, String)],
 ) -> Result<Scenario, SimError> {
+    parse_interruptible(text, source, fmt, overrides, &mut || Ok(()))
+}
+
+/// [`parse`], asking `stop` whether to give up while the threads are built
+/// for validation: a Ctrl-C stops the loading of a scenario of a million
+/// threads too.
+pub fn parse_interruptible(
+    text: &str,
+    source: &str,
+    fmt: Format,
+    overrides: &[(String, String)],
+    stop: &mut dyn FnMut() -> Result<(), String>,
+) -> Result<Scenario, SimError> {
     let mut v = parse_value(text, source, fmt)?;
     if !v.is_object() {
         return Err(SimError::Scenario(format!(
@@ -361,11 +374,20 @@ pub fn parse(
     for (path, val) in overrides {
         set_path(&mut v, path, parse_literal(path, val)?)?;
     }
-    from_value(v)
+    from_value_interruptible(v, stop)
 }
 
 /// Resolve presets in a JSON value and validate it.
-pub fn from_value(mut v: Value) -> Result<Scenario, SimError> {
+pub fn from_value(v: Value) -> Result<Scenario, SimError> {
+    from_value_interruptible(v, &mut || Ok(()))
+}
+
+/// [`from_value`], asking `stop` whether to give up while the threads are
+/// built for validation (see [`Scenario::build_interruptible`]).
+pub fn from_value_interruptible(
+    mut v: Value,
+    stop: &mut dyn FnMut() -> Result<(), String>,
+) -> Result<Scenario, SimError> {
     // Resolve the machine preset: the preset is the base, the file's own
     // machine fields override it.
     if let Some(machine) = v.get_mut("machine") {
@@ -400,7 +422,7 @@ pub fn from_value(mut v: Value) -> Result<Scenario, SimError> {
         }
     })?;
     let mut warnings = Vec::new();
-    let parts = build_parts(&spec, &mut warnings, &mut || Ok(()))?;
+    let parts = build_parts(&spec, &mut warnings, stop)?;
     build_dynamic(&spec, &parts.machine)?;
     build_policies(&spec, &parts.machine, None)?;
     Ok(Scenario { spec, warnings })

@@ -156,6 +156,10 @@ pub struct RunOptions {
     pub check: bool,
 }
 
+/// Threads a program start steps between two looks at the wall clock (a
+/// Ctrl-C check when `CHECK_WALL` has passed): waking a million threads at
+/// one instant takes about a second.
+const START_CHUNK: usize = 4096;
 /// Events between two progress/interrupt callbacks at most.
 const CHECK_EVENTS: u64 = 1 << 16;
 /// Events between two reads of the wall clock.
@@ -270,6 +274,10 @@ pub struct Engine {
     iw: idle_wait::IdleWait,
     /// Set when the progress callback stopped the run.
     interrupted: Option<Interrupt>,
+    /// A program start still stepping its threads (program, next thread
+    /// index): a start of more than [`START_CHUNK`] threads is done in
+    /// chunks, between which the run loop may take a Ctrl-C.
+    starting: Option<(usize, usize)>,
     /// The util_est channel between the host scheduler and the governor.
     util: crate::policy::governors::UtilChannel,
     /// Synchronisation objects and fork state (`sync.rs`).
@@ -420,6 +428,7 @@ impl Engine {
             dsq,
             iw: idle_wait::IdleWait::new(n),
             interrupted: None,
+            starting: None,
         };
         e.any_feature = e
             .progs
@@ -1680,12 +1689,23 @@ impl Engine {
             task.state = TaskState::NotStarted;
             task.state_since = now;
         }
-        for i in 0..nthreads {
+        self.start_threads(p, 0)
+    }
+
+    /// Step the threads of program `p` that have not started, from index
+    /// `from`, at most [`START_CHUNK`] of them; where more remain, note
+    /// where to go on. The run loop finishes the start before anything else
+    /// happens, so chunks change no decision, only where a Ctrl-C can land.
+    fn start_threads(&mut self, p: usize, from: usize) -> Result<(), SimError> {
+        let n = self.progs[p].threads.len();
+        let to = n.min(from + START_CHUNK);
+        for i in from..to {
             let t = self.progs[p].threads[i];
             if self.tasks[t].state == TaskState::NotStarted {
                 self.step(t)?;
             }
         }
+        self.starting = (to < n).then_some((p, to));
         Ok(())
     }
 
@@ -2038,6 +2058,25 @@ impl Engine {
             }
             if !self.handle(ev)? {
                 continue;
+            }
+            // A large program start goes on in chunks, with a Ctrl-C check
+            // between them when `CHECK_WALL` has passed.
+            if self.starting.is_some() {
+                while let Some((p, from)) = self.starting.take() {
+                    if last_cb_wall.elapsed() >= CHECK_WALL {
+                        last_cb_wall = std::time::Instant::now();
+                        if let Some(cb) = progress.as_mut() {
+                            if let Err(m) = cb(self.now.as_secs_f64(), end_s) {
+                                self.interrupt(m, end_s);
+                                break;
+                            }
+                        }
+                    }
+                    self.start_threads(p, from)?;
+                }
+                if self.interrupted.is_some() {
+                    break;
+                }
             }
             self.events += 1;
             self.process_resched()?;
