@@ -99,8 +99,6 @@ REFUSED: dict[str, str] = {
     "taskgroup": "needs group scheduling (the cgroup cpu controller's hierarchical shares)",
     "phase-policy": "phases with a policy, priority or util clamp of their own need "
     "scheduling-parameter changes during a program (the engine sets them per program)",
-    "old-grammar": "exec/period/deadline/lock_order/resources is the grammar of rt-app "
-    "before version 1 (the merge/ examples); it is not translated to the current one",
 }
 
 _POLICIES = ("SCHED_OTHER", "SCHED_IDLE", "SCHED_RR", "SCHED_FIFO", "SCHED_DEADLINE")
@@ -112,7 +110,6 @@ TASK_KEYS = (
     *_SCHED_KEYS, *_MEMBIND,
 )  # fmt: skip
 PHASE_KEYS = ("loop", "cpus", "taskgroup", "util_min", "util_max", *_SCHED_KEYS, *_MEMBIND)
-_OLD_KEYS = ("exec", "period", "deadline", "lock_order", "resources")
 #: Global keys that only steer rt-app's own logging and memory handling.
 _GLOBAL_IGNORED = (
     "pi_enabled", "lock_pages", "logdir", "log_basename", "log_size", "ftrace", "gnuplot",
@@ -215,9 +212,61 @@ def load_rtapp(*paths: str | Path) -> RtAppWorkload:
         except UnicodeDecodeError as e:
             raise RtAppError(f"{p}: not UTF-8 text ({e.reason})") from None
         docs.append((str(p), _parse_json(text, str(p))))
+    notes: list[str] = []
+    if len(docs) == 1 and _is_thread_fragment(docs[0][1]):
+        docs, notes = _complete_fragment(Path(paths[0]), docs[0])
     if len(docs) == 1:
-        return _translate(docs[0][1], docs[0][0])
-    return _translate(_merge(docs), " + ".join(src for src, _ in docs))
+        wl = _translate(docs[0][1], docs[0][0])
+    else:
+        wl = _translate(_merge(docs), " + ".join(src for src, _ in docs))
+    wl.notes[:0] = notes
+    return wl
+
+
+def _is_thread_fragment(doc: Any) -> bool:
+    """A file of rt-app's merge/ format holding tasks of the pre-1.0 grammar
+    without the ``resources`` they take (rt-app 0.x requires ``global``,
+    ``resources`` and ``tasks`` in one file)."""
+    if not isinstance(doc, _Pairs):
+        return False
+    top = doc.dict()
+    tasks = top.get("tasks")
+    return (
+        "resources" not in top and isinstance(tasks, _Pairs)
+        and any(_is_old(t) for _, t in tasks.items)
+    )  # fmt: skip
+
+
+def _complete_fragment(path: Path, doc: tuple[str, Any]) -> tuple[list[tuple[str, Any]], list[str]]:
+    """The merge/ fragments beside a thread fragment given alone: every JSON
+    file of its folder with no ``tasks`` (global, resources) or that is a
+    thread fragment itself, merged in file-name order as ``merge.py`` merges
+    the files it is given. The thread's resources are declared there, and
+    the other threads signal the conditions it waits for."""
+    found: list[tuple[str, Any]] = []
+    for sib in sorted(path.parent.glob("*.json")):
+        if sib.resolve() == path.resolve():
+            found.append(doc)
+            continue
+        try:
+            other = _parse_json(sib.read_text(encoding="utf-8"), str(sib))
+        except (OSError, UnicodeDecodeError, RtAppError):
+            continue  # not an rt-app file: not a fragment of this workload
+        if not isinstance(other, _Pairs):
+            continue
+        keys = set(other.dict())
+        if (keys and keys <= {"global", "resources"}) or _is_thread_fragment(other):
+            found.append((str(sib), other))
+    with_res = [src for src, d in found if "resources" in d.dict()]
+    if len(with_res) != 1:
+        return [doc], []  # none, or several to choose from: the file alone says what is missing
+    names = ", ".join(Path(src).name for src, _ in found if src != doc[0])
+    note = (
+        f"{path.name} is a thread of rt-app's merge/ format without the resources it takes: "
+        f"read with the fragments beside it ({names}), the workload they make together "
+        "(give the files explicitly to choose others)"
+    )
+    return found, [note]
 
 
 def parse_rtapp(text: str, *, source: str = "<rt-app>") -> RtAppWorkload:
@@ -336,6 +385,191 @@ def _merge(docs: list[tuple[str, Any]]) -> _Pairs:
     return _Pairs(merged)
 
 
+# ------------------------------------------------------ the pre-1.0 grammar
+
+#: Resource types of rt-app's pre-1.0 ``resources`` object (its
+#: ``string_to_resource``): what taking each one does in a task's lock order.
+OLD_RESOURCE_TYPES = ("mutex", "wait", "signal", "broadcast", "sig_and_wait", "sleep", "run")
+
+
+def _is_old(task: Any) -> bool:
+    return isinstance(task, _Pairs) and any(k in ("exec", "lock_order") for k, _ in task.items)
+
+
+def _old_resources(top: dict[str, Any], c: _Collect) -> dict[str, dict[str, Any]]:
+    """The declared resources of a pre-1.0 file: name -> {type, target}. An
+    integer N declares the mutexes "0".."N-1" (rt-app's legacy form)."""
+    res = top.get("resources")
+    out: dict[str, dict[str, Any]] = {}
+    if res is None:
+        return out
+    if _is_int(res) and res >= 0:
+        return {str(i): {"type": "mutex"} for i in range(res)}
+    if not isinstance(res, _Pairs):
+        c.bad("resources", "expected an object of resources (or a number of mutexes)")
+        return out
+    for name, spec in res.items:
+        d = spec.dict() if isinstance(spec, _Pairs) else None
+        if d is None:
+            c.bad(f"resources.{name}", "expected an object")
+            continue
+        rtype = d.get("type", "mutex")
+        if rtype not in OLD_RESOURCE_TYPES:
+            c.bad(f"resources.{name}.type", f"{rtype!r} is not one of {', '.join(OLD_RESOURCE_TYPES)}")
+            continue
+        out[name] = {"type": rtype}
+        if rtype in ("signal", "broadcast", "sig_and_wait"):
+            target = d.get("target")
+            if not isinstance(target, str) or not target:
+                c.bad(f"resources.{name}.target", f"a {rtype} resource names its target (a wait)")
+                continue
+            out[name]["target"] = target
+    for name, r in out.items():
+        t = r.get("target")
+        if t is not None and out.get(t, {}).get("type") != "wait":
+            c.bad(f"resources.{name}.target", f"{t!r} is not a resource of type wait")
+    return out
+
+
+def _old_task(
+    name: str, task: _Pairs, declared: dict[str, dict[str, Any]], default_policy: str,
+    c: _Collect,
+) -> _Pairs | None:
+    """A task of rt-app's pre-1.0 grammar as the events of the current one,
+    as rt-app 0.x ran it (``parse_thread_resources``, ``run`` and
+    ``thread_body`` of its rt-app.c): every period, for each resource of
+    ``lock_order`` in turn, take the resources of its ``access`` list (nested
+    lists depth first, each once), then the resource itself (a mutex is
+    locked, a wait waits on its condition under the mutex taken just before,
+    a signal/broadcast signals/broadcasts its target, a sleep sleeps), run for
+    its ``duration`` (a sleep sleeps it instead), and unlock the mutexes in
+    reverse order; then run what is left of ``exec``, and wait for the end of
+    the period (an absolute timer: a late loop starts the next at once)."""
+    where = f"tasks.{name}"
+    d = task.dict()
+    n0 = len(c.problems)
+    period, exec_ = d.get("period"), d.get("exec")
+    if not _is_num(period) or period <= 0:
+        c.bad(f"{where}.period", "expected microseconds > 0 (the pre-1.0 grammar requires it)")
+    if not _is_num(exec_) or exec_ < 0:
+        c.bad(f"{where}.exec", "expected microseconds >= 0 (the pre-1.0 grammar requires it)")
+    elif _is_num(period) and exec_ > period:
+        c.bad(f"{where}.exec", f"{exec_:g} us is longer than the period ({period:g} us)")
+    deadline = d.get("deadline")
+    if deadline is not None and (not _is_num(deadline) or (_is_num(exec_) and _is_num(period)
+                                 and not exec_ <= deadline <= period)):  # fmt: skip
+        c.bad(f"{where}.deadline", "expected microseconds from exec to period")
+    locks = d.get("lock_order", [])
+    task_res = d.get("resources")
+    task_res_d = task_res.dict() if isinstance(task_res, _Pairs) else {}
+    if task_res is not None and not isinstance(task_res, _Pairs):
+        c.bad(f"{where}.resources", "expected an object (resource -> duration, access)")
+    if not isinstance(locks, list) or not all(isinstance(x, str | int) for x in locks):
+        c.bad(f"{where}.lock_order", "expected a list of resource names")
+        locks = []
+    if len(c.problems) > n0:
+        return None
+
+    def usage(res: str) -> tuple[float, list[Any]]:
+        r = task_res_d.get(res)
+        rd = r.dict() if isinstance(r, _Pairs) else {}
+        dur = rd.get("duration", 0)
+        if not _is_num(dur) or dur < 0:
+            c.bad(f"{where}.resources.{res}.duration", "expected microseconds >= 0")
+            dur = 0
+        acc = rd.get("access", [])
+        if not isinstance(acc, list):
+            c.bad(f"{where}.resources.{res}.access", "expected a list of resource names")
+            acc = []
+        return float(dur), acc
+
+    def acl(res: str, out: list[str], depth: int) -> None:
+        if str(res) not in declared:
+            c.bad(f"{where}.lock_order", f"resource {str(res)!r} is not declared in \"resources\"")
+            return
+        if str(res) not in out:
+            out.append(str(res))
+        if depth > len(declared):
+            c.bad(f"{where}.resources.{res}.access", "the access lists form a cycle")
+            return
+        for nxt in usage(str(res))[1]:
+            acl(str(nxt), out, depth + 1)
+
+    items: list[tuple[str, Any]] = []
+    busy = 0.0
+    for res in locks:
+        order: list[str] = []
+        acl(str(res), order, 0)
+        if len(c.problems) > n0:
+            return None
+        order = order[1:] + order[:1]  # the resource itself is taken last
+        dur, _ = usage(str(res))
+        held: list[str] = []
+        kind = "run"
+        for i, r in enumerate(order):
+            rtype = declared[r]["type"]
+            prev = order[i - 1] if i else None
+            if rtype in ("wait", "sig_and_wait") and (prev is None or declared[prev]["type"] != "mutex"):
+                c.bad(f"{where}.resources.{r}.access",
+                      f"taking {rtype} resource {r!r} needs a mutex just before it in its access "
+                      "list (rt-app waits under the previous resource)")  # fmt: skip
+                return None
+            if rtype == "mutex":
+                items.append(("lock", r))
+                held.append(r)
+            elif rtype == "wait":
+                items.append(("wait", _Pairs([("ref", r), ("mutex", prev)])))
+            elif rtype == "signal":
+                items.append(("signal", declared[r]["target"]))
+            elif rtype == "broadcast":
+                items.append(("broad", declared[r]["target"]))
+            elif rtype == "sig_and_wait":
+                items.append(("sync", _Pairs([("ref", declared[r]["target"]), ("mutex", prev)])))
+            if r == str(res):
+                kind = "sleep" if rtype == "sleep" else "run"
+        if dur > 0:
+            items.append((kind, dur))
+            if kind == "run":
+                busy += dur
+        items += [("unlock", m) for m in reversed(held)]
+    assert _is_num(exec_) and _is_num(period)
+    if busy > exec_:
+        c.bad(f"{where}.resources", f"the durations run {busy:g} us, more than exec ({exec_:g} us)")
+        return None
+    if exec_ - busy > 0:
+        items.append(("run", float(exec_ - busy)))
+    if d.get("sleep", True) is not False:
+        items.append(("timer", _Pairs([("ref", "unique.period"), ("period", period),
+                                       ("mode", "absolute")])))  # fmt: skip
+    elif not items:
+        c.bad(where, "no events")
+        return None
+    for key in ("loop", "delay", "cpus", "policy", "priority", "instance"):
+        if key in d:
+            items.append((key, d[key]))
+    policy = d.get("policy", default_policy)
+    if policy in ("SCHED_OTHER", "SCHED_IDLE") and "priority" not in d:
+        # rt-app 0.x gives every thread priority 10 (DEFAULT_THREAD_PRIORITY)
+        # and sets a SCHED_OTHER thread's nice value to it.
+        items.append(("priority", RT_DEFAULT_PRIORITY))
+        c.notes.append(f"{where}: no priority: nice {RT_DEFAULT_PRIORITY}, as rt-app 0.x sets a "
+                       "SCHED_OTHER thread's nice value to its default priority 10")  # fmt: skip
+    if policy == "SCHED_DEADLINE":
+        # rt-app 0.x's SCHED_DEADLINE: the runtime is exec, the deadline and period its own.
+        items += [("dl-runtime", exec_), ("dl-period", period), ("dl-deadline", deadline or period)]
+    elif deadline is not None:
+        c.notes.append(f"{where}.deadline: rt-app 0.x uses it for its slack log only "
+                       f"(a {policy} thread)")  # fmt: skip
+    for key in d:
+        if key not in ("exec", "period", "deadline", "lock_order", "resources", "sleep", "loop",
+                       "delay", "cpus", "policy", "priority", "instance"):  # fmt: skip
+            c.bad(f"{where}.{key}", "unknown key of a pre-1.0 task")
+    c.notes.append(f"{where}: rt-app's pre-1.0 grammar (exec/period/lock_order) translated: "
+                   "each period takes its resources in lock order, runs, then waits for the "
+                   "period's end")  # fmt: skip
+    return _Pairs(items)
+
+
 # ---------------------------------------------------------------- translation
 
 
@@ -396,6 +630,17 @@ def _translate(doc: Any, source: str) -> RtAppWorkload:
         c.bad("global.default_policy", f"{default_policy!r} is not one of {', '.join(_POLICIES)}")
         default_policy = "SCHED_OTHER"
 
+    if any(_is_old(t) for _, t in tasks.items):
+        declared = _old_resources(top, c)
+        items = []
+        for name, task in tasks.items:
+            if _is_old(task):
+                new = _old_task(name, task, declared, str(default_policy), c)
+                if new is not None:
+                    items.append((name, new))
+            else:
+                items.append((name, task))
+        tasks = _Pairs(items)
     refs = _Refs.scan(tasks, c)
     programs = []
     endless = []
@@ -533,9 +778,9 @@ def _task(
 ) -> dict[str, Any] | None:
     props: dict[str, Any] = {}
     events: list[tuple[str, str, Any, str]] = []  # (type, key, value, where) of the task body
-    old = [k for k, _ in task.items if k in _OLD_KEYS]
-    if any(k in old for k in ("exec", "lock_order", "resources")):
-        c.refuse(f"{where}.{old[0]}", "old-grammar", "the pre-1.0 rt-app grammar")
+    if any(k == "resources" for k, _ in task.items):
+        c.bad(f"{where}.resources", "resources in a task are rt-app's pre-1.0 grammar, which "
+              "needs exec, period and lock_order too")  # fmt: skip
         return None
     for key, value in task.items:
         if key in TASK_KEYS:
