@@ -415,7 +415,8 @@ def _old_resources(top: dict[str, Any], c: _Collect) -> dict[str, dict[str, Any]
             continue
         rtype = d.get("type", "mutex")
         if rtype not in OLD_RESOURCE_TYPES:
-            c.bad(f"resources.{name}.type", f"{rtype!r} is not one of {', '.join(OLD_RESOURCE_TYPES)}")
+            allowed = ", ".join(OLD_RESOURCE_TYPES)
+            c.bad(f"resources.{name}.type", f"{rtype!r} is not one of {allowed}")
             continue
         out[name] = {"type": rtype}
         if rtype in ("signal", "broadcast", "sig_and_wait"):
@@ -432,7 +433,10 @@ def _old_resources(top: dict[str, Any], c: _Collect) -> dict[str, dict[str, Any]
 
 
 def _old_task(
-    name: str, task: _Pairs, declared: dict[str, dict[str, Any]], default_policy: str,
+    name: str,
+    task: _Pairs,
+    declared: dict[str, dict[str, Any]],
+    default_policy: str,
     c: _Collect,
 ) -> _Pairs | None:
     """A task of rt-app's pre-1.0 grammar as the events of the current one,
@@ -485,7 +489,7 @@ def _old_task(
 
     def acl(res: str, out: list[str], depth: int) -> None:
         if str(res) not in declared:
-            c.bad(f"{where}.lock_order", f"resource {str(res)!r} is not declared in \"resources\"")
+            c.bad(f"{where}.lock_order", f'resource {str(res)!r} is not declared in "resources"')
             return
         if str(res) not in out:
             out.append(str(res))
@@ -509,7 +513,8 @@ def _old_task(
         for i, r in enumerate(order):
             rtype = declared[r]["type"]
             prev = order[i - 1] if i else None
-            if rtype in ("wait", "sig_and_wait") and (prev is None or declared[prev]["type"] != "mutex"):
+            under = declared[prev]["type"] if prev is not None else None
+            if rtype in ("wait", "sig_and_wait") and under != "mutex":
                 c.bad(f"{where}.resources.{r}.access",
                       f"taking {rtype} resource {r!r} needs a mutex just before it in its access "
                       "list (rt-app waits under the previous resource)")  # fmt: skip
