@@ -94,9 +94,11 @@ EVENTS = (
 
 #: rt-app features hetsched refuses, and why (what the engine would need).
 REFUSED: dict[str, str] = {
-    "mem": "writes a number of bytes to memory; no memory-bandwidth model turns bytes into time",
-    "iorun": "writes a number of bytes to a device; no device model turns bytes into time",
-    "taskgroup": "needs group scheduling (the cgroup cpu controller's hierarchical shares)",
+    "io-device": "iorun writes to a device other than /dev/null, whose write rate was not "
+    "measured; give its rate (--io-bytes-per-s, io_bytes_per_s=)",
+    "taskgroup": "fair threads in different task groups at once compete as groups (the cgroup "
+    "cpu controller's hierarchical shares), which is not modelled; task groups are accepted "
+    "when every fair thread is in one group at every instant",
     "phase-policy": "phases with a policy, priority or util clamp of their own need "
     "scheduling-parameter changes during a program (the engine sets them per program)",
 }
@@ -110,11 +112,23 @@ TASK_KEYS = (
     *_SCHED_KEYS, *_MEMBIND,
 )  # fmt: skip
 PHASE_KEYS = ("loop", "cpus", "taskgroup", "util_min", "util_max", *_SCHED_KEYS, *_MEMBIND)
+#: Global keys the translation reads.
+_GLOBAL_READ = ("duration", "calibration", "default_policy", "io_device", "mem_buffer_size")
 #: Global keys that only steer rt-app's own logging and memory handling.
 _GLOBAL_IGNORED = (
     "pi_enabled", "lock_pages", "logdir", "log_basename", "log_size", "ftrace", "gnuplot",
-    "io_device", "mem_buffer_size", "cumulative_slack", "frag",
+    "cumulative_slack", "frag",
 )  # fmt: skip
+#: rt-app's ``mem`` memsets, in bytes per second, on the machine of
+#: docs/linux.md ("mem and iorun"), measured by ``tools/rtapp_rates.py`` with
+#: rt-app's default 4 MiB buffer (the best of five runs).
+MEM_BYTES_PER_S = 2.56e10
+#: rt-app's ``iorun`` write()s to ``/dev/null``, in bytes per second (4 MiB per
+#: write; the same measurement). /dev/null costs a system call per write, not per
+#: byte: a rate per byte is exact for writes of the buffer's size only.
+IO_BYTES_PER_S = 4.08e12
+#: rt-app's default ``global.mem_buffer_size`` (doc/tutorial.txt).
+MEM_BUFFER_SIZE = 4 * 1024 * 1024
 #: Cap on the phases a program gets after expanding phase loops.
 MAX_PHASES = 100_000
 #: Duration of a run whose ``global.duration`` is absent or -1 (rt-app runs until
@@ -195,11 +209,19 @@ class RtAppWorkload:
         }
 
 
-def load_rtapp(*paths: str | Path) -> RtAppWorkload:
+def load_rtapp(
+    *paths: str | Path,
+    mem_bytes_per_s: float | None = None,
+    io_bytes_per_s: float | None = None,
+) -> RtAppWorkload:
     """Read and translate an rt-app JSON file, or the fragments of rt-app's
     ``merge/`` format (``global.json resources.json thread0.json ...``), merged
     as rt-app's ``merge.py`` does: top-level objects of later files update
-    those of earlier ones."""
+    those of earlier ones. A thread fragment given alone is read with the
+    fragments beside it. ``mem_bytes_per_s`` and ``io_bytes_per_s`` replace
+    the rates that turn ``mem`` and ``iorun`` bytes into work
+    (:data:`MEM_BYTES_PER_S`, :data:`IO_BYTES_PER_S`)."""
+    rates = _Rates.of(mem_bytes_per_s, io_bytes_per_s)
     if not paths:
         raise RtAppError("no rt-app file given")
     docs = []
@@ -216,9 +238,9 @@ def load_rtapp(*paths: str | Path) -> RtAppWorkload:
     if len(docs) == 1 and _is_thread_fragment(docs[0][1]):
         docs, notes = _complete_fragment(Path(paths[0]), docs[0])
     if len(docs) == 1:
-        wl = _translate(docs[0][1], docs[0][0])
+        wl = _translate(docs[0][1], docs[0][0], rates)
     else:
-        wl = _translate(_merge(docs), " + ".join(src for src, _ in docs))
+        wl = _translate(_merge(docs), " + ".join(src for src, _ in docs), rates)
     wl.notes[:0] = notes
     return wl
 
@@ -269,10 +291,38 @@ def _complete_fragment(path: Path, doc: tuple[str, Any]) -> tuple[list[tuple[str
     return found, [note]
 
 
-def parse_rtapp(text: str, *, source: str = "<rt-app>") -> RtAppWorkload:
+def parse_rtapp(
+    text: str,
+    *,
+    source: str = "<rt-app>",
+    mem_bytes_per_s: float | None = None,
+    io_bytes_per_s: float | None = None,
+) -> RtAppWorkload:
     """Translate rt-app JSON text; raises :class:`RtAppError` listing every
     refused feature (with the task and event that use it)."""
-    return _translate(_parse_json(text, source), source)
+    rates = _Rates.of(mem_bytes_per_s, io_bytes_per_s)
+    return _translate(_parse_json(text, source), source, rates)
+
+
+@dataclass(frozen=True)
+class _Rates:
+    """Bytes per second of rt-app's memset (``mem``) and write() (``iorun``);
+    ``io_given``: the io rate is the caller's (any ``io_device`` then)."""
+
+    mem: float = 0.0
+    io: float = 0.0
+    io_given: bool = False
+
+    @classmethod
+    def of(cls, mem: float | None, io: float | None) -> _Rates:
+        for name, v in (("mem_bytes_per_s", mem), ("io_bytes_per_s", io)):
+            if v is not None and not (_is_num(v) and v > 0):
+                raise RtAppError(f"{name}: expected bytes per second > 0, got {v!r}")
+        return cls(
+            MEM_BYTES_PER_S if mem is None else float(mem),
+            IO_BYTES_PER_S if io is None else float(io),
+            io is not None,
+        )
 
 
 def load_machine_file(path: str | Path) -> dict[str, Any]:
@@ -584,6 +634,11 @@ class _Collect:
         self.problems: list[str] = []
         self.refused: list[tuple[str, str]] = []
         self.notes: list[str] = []
+        self.rates = _Rates()
+        self.io_device = "/dev/null"
+        #: The task groups each task's threads are in over their phases (None:
+        #: no taskgroup, the group rt-app runs in).
+        self.groups: dict[str, set[str | None]] = {}
 
     def refuse(self, where: str, feature: str, what: str | None = None) -> None:
         if (where, feature) in self.refused:
@@ -595,7 +650,7 @@ class _Collect:
         self.problems.append(f"{where}: {message}")
 
 
-def _translate(doc: Any, source: str) -> RtAppWorkload:
+def _translate(doc: Any, source: str, rates: _Rates | None = None) -> RtAppWorkload:
     if not isinstance(doc, _Pairs):
         raise RtAppError(f'{source}: expected a JSON object with "tasks"')
     top = doc.dict()
@@ -610,13 +665,14 @@ def _translate(doc: Any, source: str) -> RtAppWorkload:
     if not isinstance(tasks, _Pairs) or not tasks.items:
         raise RtAppError(f'{source}: "tasks" must be an object with at least one task')
     c = _Collect(source)
+    c.rates = rates or _Rates.of(None, None)
     for key in top:
         if key not in ("tasks", "global", "resources"):
             c.notes.append(f"top-level {key!r} ignored (rt-app reads tasks, global, resources)")
     glob = top.get("global")
     glob_d = glob.dict() if isinstance(glob, _Pairs) else {}
     for key in glob_d:
-        if key not in ("duration", "calibration", "default_policy", *_GLOBAL_IGNORED):
+        if key not in (*_GLOBAL_READ, *_GLOBAL_IGNORED):
             c.notes.append(f"global.{key} ignored: not an rt-app global option")
     duration = glob_d.get("duration", -1)
     if not _is_num(duration):
@@ -630,6 +686,14 @@ def _translate(doc: Any, source: str) -> RtAppWorkload:
     else:
         duration_s = float(duration)
     cal_cpu = _calibration(glob_d, c)
+    io_device = glob_d.get("io_device", "/dev/null")
+    if not isinstance(io_device, str) or not io_device:
+        c.bad("global.io_device", f"expected a file or device path, got {io_device!r}")
+    else:
+        c.io_device = io_device
+    buf = glob_d.get("mem_buffer_size", MEM_BUFFER_SIZE)
+    if not _is_int(buf) or buf <= 0:
+        c.bad("global.mem_buffer_size", f"expected bytes > 0, got {buf!r}")
     default_policy = glob_d.get("default_policy", "SCHED_OTHER")
     if default_policy not in _POLICIES:
         c.bad("global.default_policy", f"{default_policy!r} is not one of {', '.join(_POLICIES)}")
@@ -687,6 +751,8 @@ def _translate(doc: Any, source: str) -> RtAppWorkload:
                 ph["fork"] = f"{target}+fork"
             else:
                 c.bad(f"tasks.{prog['name']}", f"forks {target!r}, which creates no thread")
+    if not c.problems:
+        _check_groups(programs, c)
     c.notes = list(dict.fromkeys(c.notes))
     if c.problems:
         listed = "\n  - ".join(c.problems)
@@ -814,6 +880,9 @@ def _task(
             prog["start_ms"] = delay / 1000.0
     task_cpus = _cpus(props["cpus"], f"{where}.cpus", c) if "cpus" in props else None
     _groups_and_clamps(props, where, c)
+    task_group = _taskgroup(props, where, c)
+    group = task_group
+    groups: set[str | None] = set()
     task_sched = _sched(props, where, default_policy, c)
 
     # The body: the task's own events, or its phases (each looped), each
@@ -848,6 +917,9 @@ def _task(
                     c.bad(f"{pwhere}.loop", "expected an integer >= 1 in a phase")
                     loop = 1
                 _groups_and_clamps(pprops, pwhere, c, phase=True)
+                if "taskgroup" in pprops:
+                    group = _taskgroup(pprops, pwhere, c)
+                groups.add(group)
                 if set(pprops) & set(_SCHED_KEYS):
                     merged = {**{k: v for k, v in props.items() if k in _SCHED_KEYS}, **pprops}
                     if _sched(merged, pwhere, default_policy, c) != task_sched:
@@ -862,6 +934,7 @@ def _task(
                 body += pevents * int(loop)
     else:
         body = events
+    c.groups[name] = groups or {task_group}
     # rt-app sets each phase's CPUs as it begins (the phase's, else the
     # task's, else all): the program starts on the first phase's, and a
     # phase whose CPUs differ from the phase before it (the last one, for
@@ -907,7 +980,7 @@ def _task(
     # Zero-length runs and sleeps do nothing.
     body = [
         e for e in body
-        if not (e[0] in ("run", "sleep", "runtime") and _is_num(e[2]) and e[2] == 0)
+        if not (e[0] in _ZERO_IS_NOTHING and _is_num(e[2]) and e[2] == 0)
     ]  # fmt: skip
 
     timers = [i for i, (ev, *_rest) in enumerate(body) if ev == "timer"]
@@ -940,6 +1013,9 @@ def _task(
     return prog
 
 
+#: Events that do nothing when their value is 0.
+_ZERO_IS_NOTHING = ("run", "sleep", "runtime", "mem", "iorun")
+
 #: Phase keys that take time (a task with none of them does nothing).
 _TIMED = ("compute_ms", "sleep_ms", "run_for_ms", "timer", "suspend", "pend", "wait", "sync",
           "lock", "shared_barrier")  # fmt: skip
@@ -963,6 +1039,20 @@ def _phase(
             return None
         phase_key = {"run": "compute_ms", "sleep": "sleep_ms", "runtime": "run_for_ms"}[ev]
         return {phase_key: value / 1000.0}
+    if ev in ("mem", "iorun"):
+        if not _is_int(value) or value < 0:
+            c.bad(at, "expected a number of bytes >= 0")
+            return None
+        if ev == "iorun" and c.io_device != "/dev/null" and not c.rates.io_given:
+            c.refuse(at, "io-device", f"iorun to {c.io_device!r}")
+            return None
+        rate = c.rates.mem if ev == "mem" else c.rates.io
+        what = "memset" if ev == "mem" else f"write() to {c.io_device}"
+        c.notes.append(
+            f"{ev}: bytes are CPU work of the calibration CPU, bytes / {rate:.3g} bytes/s "
+            f"({what}; set --{ev.replace('iorun', 'io')}-bytes-per-s to change it)"
+        )
+        return {"compute_ms": _round(value / rate * 1000.0)}
     if ev == "cpus":
         return {"cpus": value if value is not None else "all"}
     if ev == "barrier":
@@ -1032,10 +1122,68 @@ def _phase(
     return None
 
 
-def _groups_and_clamps(d: dict[str, Any], where: str, c: _Collect, phase: bool = False) -> None:
+def _taskgroup(d: dict[str, Any], where: str, c: _Collect) -> str | None:
+    """The task group a task or phase names (None: none; rt-app reads "" so)."""
     tg = d.get("taskgroup")
-    if tg is not None and tg != "":
-        c.refuse(f"{where}.taskgroup", "taskgroup", f"taskgroup {tg!r}")
+    if tg is None or tg == "":
+        return None
+    if not isinstance(tg, str) or not tg.startswith("/"):
+        c.bad(f"{where}.taskgroup", f"expected a cgroup path starting with '/', got {tg!r}")
+        return None
+    return tg.rstrip("/") or "/"
+
+
+def _check_groups(programs: list[dict[str, Any]], c: _Collect) -> None:
+    """Task groups are accepted where group scheduling cannot change the
+    schedule: at every instant every fair thread of the workload is in one
+    group (a single fair thread, or every fair thread in the same group
+    through all its phases). That group's entity is then alone at the root:
+    its picks are its threads' picks, its utilization theirs. Otherwise
+    groups compete with shares of their own, which is not modelled."""
+    named = {n: g for n, g in c.groups.items() if g != {None}}
+    if not named:
+        return
+    by_task = {p["name"].removesuffix("+fork"): p for p in programs}
+    for name in named:
+        prog = by_task.get(name)
+        if prog is not None and prog.get("policy") not in (None,):
+            c.bad(
+                f"tasks.{name}.taskgroup",
+                f"rt-app puts only SCHED_OTHER tasks in task groups, this one is {prog['policy']}",
+            )
+    if c.problems:
+        return
+    fair = [p for p in programs if p.get("policy") in (None, "idle")]
+    threads = sum(p.get("threads", 1) for p in fair)
+    forked = any(p.get("forked") for p in fair)
+    first = next(iter(named))
+    if threads == 1 and not forked:
+        where = ", ".join(sorted(g for g in named[first] if g is not None))
+        c.notes.append(
+            f"tasks.{first}.taskgroup ({where}): the only fair thread of the workload; its "
+            "group competes with nothing at the root, so group scheduling leaves its schedule "
+            "as it is"
+        )
+        return
+    seen: dict[str | None, list[str]] = {}
+    for p in fair:
+        for g in c.groups.get(p["name"].removesuffix("+fork"), {None}):
+            seen.setdefault(g, []).append(p["name"])
+    if len(seen) == 1:
+        (g,) = seen
+        c.notes.append(
+            f"every fair thread is in task group {g} throughout: the group competes with "
+            "nothing at the root, so group scheduling leaves the schedule as it is"
+        )
+        return
+    listed = "; ".join(
+        f"{g if g is not None else '(none: the group rt-app runs in)'}: {', '.join(ts)}"
+        for g, ts in seen.items()
+    )
+    c.refuse(f"tasks.{first}.taskgroup", "taskgroup", f"task groups that compete ({listed})")
+
+
+def _groups_and_clamps(d: dict[str, Any], where: str, c: _Collect, phase: bool = False) -> None:
     for key in ("util_min", "util_max"):
         if phase and key in d:
             c.refuse(f"{where}.{key}", "phase-policy", key)
