@@ -317,7 +317,9 @@ class _Rates:
     def of(cls, mem: float | None, io: float | None) -> _Rates:
         for name, v in (("mem_bytes_per_s", mem), ("io_bytes_per_s", io)):
             if v is not None and not (_is_num(v) and v > 0):
-                raise RtAppError(f"{name}: expected bytes per second > 0, got {v!r}")
+                raise RtAppError(
+                    f"{name} (--{name.replace('_', '-')}): expected bytes per second > 0, got {v!r}"
+                )
         return cls(
             MEM_BYTES_PER_S if mem is None else float(mem),
             IO_BYTES_PER_S if io is None else float(io),
@@ -1167,7 +1169,8 @@ def _check_groups(programs: list[dict[str, Any]], c: _Collect) -> None:
         return
     seen: dict[str | None, list[str]] = {}
     for p in fair:
-        for g in c.groups.get(p["name"].removesuffix("+fork"), {None}):
+        groups = c.groups.get(p["name"].removesuffix("+fork"), {None})
+        for g in sorted(groups, key=lambda x: (x is not None, x or "")):
             seen.setdefault(g, []).append(p["name"])
     if len(seen) == 1:
         (g,) = seen
