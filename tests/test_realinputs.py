@@ -96,6 +96,11 @@ _VIDEO = [
     "OMXCallbackDisp1",
 ]  # fmt: skip
 _SYNC = {"lock", "unlock", "mutex", "suspend", "resume"}
+_MERGE_TASKS = ["thread0", "thread1", "thread2", "thread3"]
+#: The merge/ workload's tasks and phase keys (locks, condition variables, timers).
+_MERGE_KEYS = {
+    "lock", "unlock", "mutex", "wait", "signal", "broad", "compute_ms", "timer", "timer_ms",
+}  # fmt: skip
 #: The files built of rt-app's synchronisation events: their tasks (one
 #: program each, one thread unless said) and the phase keys they use, read
 #: off the files.
@@ -127,14 +132,7 @@ RUN_PHASES: dict[str, tuple[list[str], set[str]]] = {
     "tutorial__example6.json": (["thread0"], {"compute_ms", "sleep_ms"}),
     # The merge/ workload: thread0 waits for thread1's signal and broadcasts to
     # thread2 and thread3, each under its mutex, every period.
-    **{
-        f"merge__thread{i}.json": (
-            ["thread0", "thread1", "thread2", "thread3"],
-            {"lock", "unlock", "wait", "mutex", "signal", "broad", "compute_ms", "timer",
-             "timer_ms"},
-        )
-        for i in range(4)
-    },  # fmt: skip
+    **{f"merge__thread{i}.json": (_MERGE_TASKS, _MERGE_KEYS) for i in range(4)},
     # Three phases on CPUs 0, 1 and (the task's) 2.
     "tutorial__example8.json": (["thread0"], {"compute_ms", "cpus"}),
     # thread3 forks thread1 (which also runs from the start: a forked copy)

@@ -51,6 +51,18 @@ phase)
 ``global.duration``: s                  ``duration_s``
 ``global.calibration``: ``"CPUn"``      ``run`` µs are work of CPU n at its
                                         highest P-state (rt-app's default: CPU0)
+``mem``/``iorun``: bytes                a ``compute_ms`` phase of bytes /
+                                        :data:`MEM_BYTES_PER_S` or
+                                        :data:`IO_BYTES_PER_S` (measured by
+                                        tools/rtapp_rates.py; replaceable)
+``taskgroup`` (task or phase)           nothing, where every fair thread is in
+                                        one group at every instant (else
+                                        refused)
+pre-1.0 ``exec``/``period``/            per period: each resource of
+``lock_order``/``resources``            ``lock_order`` taken after its access
+                                        list, its duration run, mutexes
+                                        unlocked; the rest of ``exec``; an
+                                        absolute timer of the period
 ======================================  =========================================
 
 The file may use rt-app's JSON dialect: ``//`` and ``/* */`` comments,
@@ -1142,10 +1154,10 @@ def _check_groups(programs: list[dict[str, Any]], c: _Collect) -> None:
     through all its phases). That group's entity is then alone at the root:
     its picks are its threads' picks, its utilization theirs. Otherwise
     groups compete with shares of their own, which is not modelled."""
-    named = {n: g for n, g in c.groups.items() if g != {None}}
+    by_task = {p["name"].removesuffix("+fork"): p for p in programs}
+    named = {n: g for n, g in c.groups.items() if g != {None} and n in by_task}
     if not named:
         return
-    by_task = {p["name"].removesuffix("+fork"): p for p in programs}
     for name in named:
         prog = by_task.get(name)
         if prog is not None and prog.get("policy") not in (None,):
