@@ -40,26 +40,30 @@ RTAPP: dict[str, str | set[str]] = {
     # dl-runtime on its SCHED_OTHER task is the custom slice (slice_ms); its
     # other task is SCHED_DEADLINE (the deadline class).
     "custom-slice.json": RUNS,
-    # merge/: fragments of one workload; given alone, the thread files are in
-    # the pre-1.0 grammar and global/resources hold no task.
+    # merge/: fragments of one workload in rt-app's pre-1.0 grammar. A thread
+    # file alone is read with the fragments beside it (its resources are
+    # declared there, its partners signal it); global and resources alone
+    # hold no task: the folder's only refusals.
     "merge__global.json": {"fragment"},
     "merge__resources.json": {"fragment"},
-    "merge__thread0.json": {"old-grammar"},
-    "merge__thread1.json": {"old-grammar"},
-    "merge__thread2.json": {"old-grammar"},
-    "merge__thread3.json": {"old-grammar"},
+    "merge__thread0.json": RUNS,
+    "merge__thread1.json": RUNS,
+    "merge__thread2.json": RUNS,
+    "merge__thread3.json": RUNS,
     "mp3-long.json": RUNS,
     "mp3-short.json": RUNS,
     "spreading-tasks.json": RUNS,
     "template.json": RUNS,
     "tutorial__example1.json": RUNS,
-    "tutorial__example10.json": {"taskgroup"},
-    "tutorial__example11.json": {"taskgroup"},
+    # A task group around the workload's only fair thread: accepted.
+    "tutorial__example10.json": RUNS,
+    "tutorial__example11.json": RUNS,
     "tutorial__example2.json": RUNS,
     "tutorial__example3.json": RUNS,
     "tutorial__example4.json": RUNS,
     "tutorial__example5.json": RUNS,
-    "tutorial__example6.json": {"mem", "iorun"},
+    # mem and iorun: CPU work of bytes / the measured rates.
+    "tutorial__example6.json": RUNS,
     "tutorial__example7.json": RUNS,
     "tutorial__example8.json": RUNS,
     "tutorial__example9.json": RUNS,
@@ -72,6 +76,9 @@ RTAPP: dict[str, str | set[str]] = {
 #: sleeps 80 ms; example2 and template run 10 ms every 100 ms (template's
 #: "sleep": 0 does nothing).
 RUN_SHAPES = {
+    # One thread in a task group, run 20 ms, sleep 80 ms; example11 in three phases.
+    "tutorial__example10.json": [("phases", 1, 20.0, None)],
+    "tutorial__example11.json": [("phases", 1, 60.0, None)],
     "template.json": [("periodic", 1, 10.0, 100.0)],
     "tutorial__example1.json": [("phases", 1, 20.0, None)],
     "tutorial__example2.json": [("periodic", 1, 10.0, 100.0)],
@@ -89,6 +96,11 @@ _VIDEO = [
     "OMXCallbackDisp1",
 ]  # fmt: skip
 _SYNC = {"lock", "unlock", "mutex", "suspend", "resume"}
+_MERGE_TASKS = ["thread0", "thread1", "thread2", "thread3"]
+#: The merge/ workload's tasks and phase keys (locks, condition variables, timers).
+_MERGE_KEYS = {
+    "lock", "unlock", "mutex", "wait", "signal", "broad", "compute_ms", "timer", "timer_ms",
+}  # fmt: skip
 #: The files built of rt-app's synchronisation events: their tasks (one
 #: program each, one thread unless said) and the phase keys they use, read
 #: off the files.
@@ -116,6 +128,11 @@ RUN_PHASES: dict[str, tuple[list[str], set[str]]] = {
     "cpufreq_governor_efficiency__dvfs.json": (["thread"], {"compute_ms", "timer", "timer_ms"}),
     # A SCHED_OTHER task with a custom slice beside a SCHED_DEADLINE one.
     "custom-slice.json": (["thread0", "thread1"], {"compute_ms"}),
+    # run 1 ms, mem 1000 bytes, sleep 5 ms, iorun 100000 bytes.
+    "tutorial__example6.json": (["thread0"], {"compute_ms", "sleep_ms"}),
+    # The merge/ workload: thread0 waits for thread1's signal and broadcasts to
+    # thread2 and thread3, each under its mutex, every period.
+    **{f"merge__thread{i}.json": (_MERGE_TASKS, _MERGE_KEYS) for i in range(4)},
     # Three phases on CPUs 0, 1 and (the task's) 2.
     "tutorial__example8.json": (["thread0"], {"compute_ms", "cpus"}),
     # thread3 forks thread1 (which also runs from the start: a forked copy)
@@ -196,12 +213,35 @@ def test_scheduling_classes_of_the_real_files() -> None:
     ]
 
 
-def test_merge_fragments_together_are_refused_for_the_old_grammar_only() -> None:
+def test_at_most_two_rtapp_files_are_refused() -> None:
+    assert sum(v != RUNS for v in RTAPP.values()) <= 2
+
+
+def test_merge_fragments_together_run_as_rtapp_0x_ran_them() -> None:
     parts = ["global", "resources", "thread0", "thread1", "thread2", "thread3"]
-    files = [REAL / "rtapp" / f"merge__{p}.json" for p in parts]
-    with pytest.raises(rtapp.RtAppError) as e:
-        rtapp.load_rtapp(*files)
-    assert e.value.refused == [(f"tasks.thread{i}.exec", "old-grammar") for i in range(4)]
+    wl = rtapp.load_rtapp(*(REAL / "rtapp" / f"merge__{p}.json" for p in parts))
+    # The same workload as a thread file alone reads.
+    assert wl.programs == rtapp.load_rtapp(REAL / "rtapp" / "merge__thread2.json").programs
+    t0, t1, t2, _t3 = wl.programs
+    # thread0: lock_order wait (under sync_mutex), m0 for 1 ms, broad (under
+    # m1, to "wake"); then the rest of its 5 ms exec; a 5 ms period.
+    assert t0["phases"] == [
+        {"lock": "sync_mutex"}, {"wait": "wait", "mutex": "sync_mutex"}, {"unlock": "sync_mutex"},
+        {"lock": "m0"}, {"compute_ms": 1.0}, {"unlock": "m0"},
+        {"lock": "m1"}, {"broad": "wake"}, {"unlock": "m1"},
+        {"compute_ms": 4.0}, {"timer": "thread0.unique.period", "timer_ms": 5.0},
+    ]  # fmt: skip
+    assert t1["phases"][3:5] == [{"lock": "sync_mutex"}, {"signal": "wait"}]
+    assert t2["phases"][1] == {"wait": "wake", "mutex": "m1"}
+    assert wl.duration_s == 5.0 and all(p["nice"] == 10 for p in wl.programs)
+    res = hetsched.run(wl.scenario(machine="big-little-4+4", duration_s=0.5))
+    work = res.tasks.groupby("program")["work_ms"].sum()
+    # thread1 runs 1 ms every 10 ms; thread0 waits for its signal, so it runs
+    # 5 ms every 10 ms (or less: a signal sent before it waits is lost), and
+    # each of its broadcasts lets thread2 and thread3 run 1 ms.
+    assert work["thread1"] == pytest.approx(50.0, abs=1.0)
+    assert 0 < work["thread0"] <= 250.0 + 1e-6
+    assert work["thread2"] == pytest.approx(work["thread0"] / 5, abs=1.0)
 
 
 def test_every_refused_feature_is_documented_as_not_yet_supported() -> None:

@@ -74,7 +74,11 @@ def test_unsupported_features_are_listed_together() -> None:
     with pytest.raises(rtapp.RtAppError) as e:
         rtapp.load_rtapp(DATA / "unsupported.json")
     msg = str(e.value)
-    assert "tasks.waker.taskgroup: taskgroup '/tg' is not supported: needs group scheduling" in msg
+    # waker is in /tg, other in no group: the two groups compete.
+    assert (
+        "tasks.waker.taskgroup: task groups that compete (/tg: waker; (none: the group rt-app "
+        "runs in): other) is not supported: fair threads in different task groups" in msg
+    )
     # SCHED_FIFO, lock/unlock, runtime and the barrier shared by two tasks translate.
     assert "lock" not in msg and "runtime" not in msg and "barrier" not in msg
     assert "SCHED_FIFO" not in msg
@@ -139,9 +143,7 @@ def test_merge_fragments_are_merged_like_rtapps_merge_py(tmp_path: Path) -> None
     [
         ('{"phases": {"a": {"priority": 5, "run": 10}, "b": {"run": 10}}}', "phase-policy"),
         ('{"phases": {"a": {"util_max": 5, "run": 10}, "b": {"run": 10}}}', "phase-policy"),
-        ('{"run": 10, "mem": 1000}', "mem"),
-        ('{"run": 10, "iorun": 1000}', "iorun"),
-        ('{"exec": 10, "period": 100}', "old-grammar"),
+        ('{"run": 10, "taskgroup": "/a"}, "u": {"run": 10}', "taskgroup"),
     ],
 )
 def test_each_refusal_names_its_feature(task: str, feature: str) -> None:
@@ -383,3 +385,232 @@ def test_a_fifo_task_runs_in_the_rt_class_above_fair_tasks() -> None:
     assert tasks.loc["rt", "wait_s"] == pytest.approx(0.0, abs=1e-6)
     assert tasks.loc["rt", "throttled_s"] == 0.0
     assert tasks.loc["hog", "work_ms"] == pytest.approx(500.0, rel=0.02)
+
+
+# ------------------------------------------------------------- task groups
+
+
+def test_taskgroup_of_the_only_fair_thread_is_accepted_with_a_note() -> None:
+    # One fair thread moving between groups, beside a FIFO thread in no group.
+    text = """{"tasks": {
+        "t": {"taskgroup": "/a", "phases": {
+            "p0": {"run": 1000, "sleep": 1000},
+            "p1": {"taskgroup": "/a/b", "run": 2000, "sleep": 1000},
+            "p2": {"taskgroup": "/", "run": 3000, "sleep": 1000}}},
+        "rt": {"policy": "SCHED_FIFO", "run": 500, "sleep": 5000}},
+        "global": {"duration": 1}}"""
+    wl = rtapp.parse_rtapp(text)
+    (note,) = [n for n in wl.notes if "taskgroup" in n]
+    assert note.startswith("tasks.t.taskgroup (/, /a, /a/b): the only fair thread")
+    # Same programs as without the groups.
+    plain = rtapp.parse_rtapp(text.replace('"taskgroup": "/a/b", ', "").replace(
+        '"taskgroup": "/", ', "").replace('"taskgroup": "/a", ', ""))  # fmt: skip
+    assert wl.programs == plain.programs
+    assert hetsched.run(wl.scenario()).tasks["work_ms"].sum() > 0
+
+
+def test_taskgroup_shared_by_every_fair_thread_is_accepted() -> None:
+    wl = rtapp.parse_rtapp(
+        """{"tasks": {
+            "a": {"instance": 2, "taskgroup": "/g", "run": 1000, "sleep": 1000},
+            "b": {"phases": {"x": {"taskgroup": "/g/", "run": 1000}, "y": {"sleep": 1000}}}}}"""
+    )
+    assert [p["threads"] for p in wl.programs] == [2, 1]
+    assert any(n.startswith("every fair thread is in task group /g throughout") for n in wl.notes)
+
+
+@pytest.mark.parametrize(
+    ("tasks", "listed"),
+    [
+        # Two tasks, two groups.
+        ('"a": {"taskgroup": "/x", "run": 10}, "b": {"taskgroup": "/y", "run": 10}',
+         "/x: a; /y: b"),
+        # Two instances of one task that changes groups: they may be apart at once.
+        ('"a": {"instance": 2, "phases": {"p": {"taskgroup": "/x", "run": 10}, '
+         '"q": {"taskgroup": "/y", "run": 10}}}', "/x: a; /y: a"),
+    ],
+)  # fmt: skip
+def test_taskgroups_that_compete_are_refused_naming_them(tasks: str, listed: str) -> None:
+    with pytest.raises(rtapp.RtAppError) as e:
+        rtapp.parse_rtapp(f'{{"tasks": {{{tasks}}}}}', source="g.json")
+    assert [f for _, f in e.value.refused] == ["taskgroup"]
+    assert f"task groups that compete ({listed})" in str(e.value)
+
+
+def test_taskgroup_on_a_non_fair_task_or_bad_path_is_an_error() -> None:
+    with pytest.raises(rtapp.RtAppError, match="rt-app puts only SCHED_OTHER tasks in task groups"):
+        rtapp.parse_rtapp('{"tasks": {"t": {"policy": "SCHED_FIFO", "taskgroup": "/g", "run": 9}}}')
+    with pytest.raises(rtapp.RtAppError, match=r"tasks.t.taskgroup: expected a cgroup path"):
+        rtapp.parse_rtapp('{"tasks": {"t": {"taskgroup": "g", "run": 9}}}')
+
+
+# ------------------------------------------------------------- mem and iorun
+
+
+def test_mem_and_iorun_are_cpu_work_of_bytes_over_a_rate() -> None:
+    text = '{"tasks": {"t": {"loop": 1, "run": 1000, "mem": 5000000, "iorun": 8000000, "mem1": 0}}}'
+    wl = rtapp.parse_rtapp(text)
+    mem_ms = 5e6 / rtapp.MEM_BYTES_PER_S * 1000
+    io_ms = 8e6 / rtapp.IO_BYTES_PER_S * 1000
+    phases = wl.programs[0]["phases"]
+    assert phases[0] == {"compute_ms": 1.0}
+    assert phases[1]["compute_ms"] == pytest.approx(mem_ms, rel=1e-8)
+    assert phases[2]["compute_ms"] == pytest.approx(io_ms, rel=1e-8)
+    assert len(phases) == 3  # mem of 0 bytes does nothing
+    assert sum("bytes are CPU work" in n for n in wl.notes) == 2
+    # Rates of one's own, and the run does the work.
+    wl2 = rtapp.parse_rtapp(text, mem_bytes_per_s=1e9, io_bytes_per_s=4e9)
+    assert [p["compute_ms"] for p in wl2.programs[0]["phases"]] == [1.0, 5.0, 2.0]
+    res = hetsched.run(wl2.scenario(machine="smp-4"))
+    assert res.tasks["work_ms"].sum() == pytest.approx(8.0)
+
+
+def test_iorun_to_a_device_needs_its_rate() -> None:
+    text = '{"tasks": {"t": {"run": 10, "iorun": 1000}}, "global": {"io_device": "/dev/sdb"}}'
+    with pytest.raises(rtapp.RtAppError) as e:
+        rtapp.parse_rtapp(text, source="io.json")
+    assert e.value.refused == [("tasks.t.iorun", "io-device")]
+    assert "iorun to '/dev/sdb' is not supported" in str(e.value)
+    wl = rtapp.parse_rtapp(text, io_bytes_per_s=1e6)
+    assert wl.programs[0]["phases"][1] == {"compute_ms": 1.0}
+    # A device without iorun events needs nothing.
+    rtapp.parse_rtapp(text.replace('"iorun": 1000', '"sleep": 5'))
+
+
+@pytest.mark.parametrize(
+    ("text", "kwargs", "message"),
+    [
+        ('{"tasks": {"t": {"mem": -1}}}', {}, "tasks.t.mem: expected a number of bytes >= 0"),
+        ('{"tasks": {"t": {"mem": 1.5}}}', {}, "tasks.t.mem: expected a number of bytes"),
+        ('{"tasks": {"t": {"run": 1}}, "global": {"mem_buffer_size": 0}}', {},
+         "global.mem_buffer_size: expected bytes > 0"),
+        ('{"tasks": {"t": {"run": 1}}, "global": {"io_device": 5}}', {},
+         "global.io_device: expected a file or device path"),
+        ('{"tasks": {"t": {"run": 1}}}', {"mem_bytes_per_s": 0},
+         r"mem_bytes_per_s \(--mem-bytes-per-s\): expected bytes per second > 0"),
+        ('{"tasks": {"t": {"run": 1}}}', {"io_bytes_per_s": float("nan")},
+         r"io_bytes_per_s \(--io-bytes-per-s\): expected bytes per second > 0"),
+    ],
+)  # fmt: skip
+def test_bad_mem_and_io_inputs_name_their_field(text: str, kwargs: dict, message: str) -> None:
+    with pytest.raises(rtapp.RtAppError, match=message):
+        rtapp.parse_rtapp(text, **kwargs)
+
+
+def test_cli_takes_mem_and_io_rates(tmp_path: Path, capsys) -> None:
+    f = tmp_path / "m.json"
+    f.write_text('{"tasks": {"t": {"loop": 2, "mem": 3000000}}, "global": {"duration": 1}}')
+    out = tmp_path / "m.json.toml"
+    argv = ["workload", "from-rt-app", str(f), "--mem-bytes-per-s", "1e9", "--out", str(out)]
+    assert cli.main(argv) == 0
+    assert "compute_ms = 3.0" in out.read_text()
+    assert "bytes / 1e+09 bytes/s" in capsys.readouterr().err
+    assert cli.main([*argv[:3], "--io-bytes-per-s", "-5"]) != 0
+    assert "--io-bytes-per-s" in capsys.readouterr().err
+
+
+# ----------------------------------------------------- the pre-1.0 grammar
+
+OLD = """{
+    "resources": {
+        "m": {"type": "mutex"}, "outer": {"type": "mutex"}, "inner": {"type": "mutex"},
+        "cond": {"type": "wait"}, "kick": {"type": "signal", "target": "cond"},
+        "all": {"type": "broadcast", "target": "cond"}, "nap": {"type": "sleep"}
+    },
+    "tasks": {
+        "waiter": {"exec": 3000, "period": 10000, "deadline": 8000,
+                   "lock_order": ["cond", "m"],
+                   "resources": {"cond": {"duration": 0, "access": ["outer"]},
+                                 "m": {"duration": 1000, "access": ["outer", "inner"]},
+                                 "outer": {"access": ["inner"]}}},
+        "kicker": {"exec": 1000, "period": 5000, "priority": 0, "lock_order": ["kick", "nap"],
+                   "resources": {"kick": {"duration": 200, "access": ["m"]},
+                                 "nap": {"duration": 300}}},
+        "plain": {"exec": 2000, "period": 20000, "loop": 5, "policy": "SCHED_FIFO"}
+    },
+    "global": {"duration": 1}
+}"""
+
+
+def test_old_grammar_tasks_run_as_rtapp_0x_ran_them() -> None:
+    wl = rtapp.parse_rtapp(OLD)
+    waiter, kicker, plain = wl.programs
+    # The access list is taken first (nested lists depth first, each resource
+    # once), the resource itself last; a wait waits under the mutex just
+    # before it; mutexes are unlocked in reverse; then the rest of exec runs
+    # and an absolute timer ends the period.
+    assert waiter["phases"] == [
+        {"lock": "outer"}, {"lock": "inner"}, {"wait": "cond", "mutex": "inner"},
+        {"unlock": "inner"}, {"unlock": "outer"},
+        {"lock": "outer"}, {"lock": "inner"}, {"lock": "m"}, {"compute_ms": 1.0},
+        {"unlock": "m"}, {"unlock": "inner"}, {"unlock": "outer"},
+        {"compute_ms": 2.0}, {"timer": "waiter.unique.period", "timer_ms": 10.0},
+    ]  # fmt: skip
+    # rt-app 0.x sets a SCHED_OTHER thread's nice to its priority, 10 by default.
+    assert waiter["nice"] == 10 and kicker["nice"] == 0
+    # A signal targets its wait; a sleep resource sleeps its duration.
+    assert kicker["phases"] == [
+        {"lock": "m"}, {"signal": "cond"}, {"compute_ms": 0.2}, {"unlock": "m"},
+        {"sleep_ms": 0.3}, {"compute_ms": 0.8},
+        {"timer": "kicker.unique.period", "timer_ms": 5.0},
+    ]  # fmt: skip
+    # Without resources: a periodic program (exec every period).
+    assert plain["kind"] == "periodic" and plain["wcet_ms"] == 2.0 and plain["period_ms"] == 20.0
+    assert plain["jobs"] == 5 and plain["policy"] == "fifo" and plain["priority"] == 10
+    assert any("deadline: rt-app 0.x uses it for its slack log only" in n for n in wl.notes)
+    res = hetsched.run(wl.scenario(duration_s=0.2))
+    assert res.summary["sim_end_s"] == pytest.approx(0.2)
+    assert res.tasks.groupby("program")["work_ms"].sum()["plain"] == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (('"lock_order": ["kick", "nap"]', '"lock_order": ["kick", "nope"]'),
+         "tasks.kicker.lock_order: resource 'nope' is not declared"),
+        (('"exec": 1000, "period": 5000', '"exec": 6000, "period": 5000'),
+         "tasks.kicker.exec: 6000 us is longer than the period"),
+        (('"access": ["outer"]}', '"access": []}'),
+         "taking wait resource 'cond' needs a mutex just before it"),
+        # A sleep resource's duration sleeps; the others run, within exec.
+        (('"duration": 200,', '"duration": 2000,'),
+         "tasks.kicker.resources: the durations run 2000 us, more than exec"),
+        (('"type": "sleep"', '"type": "nap"'), "resources.nap.type: 'nap' is not one of"),
+        (('"target": "cond"}', '"target": "m"}'), "resources.kick.target: 'm' is not a resource"),
+        (('"loop": 5,', '"loop": 5, "colour": 1,'), "tasks.plain.colour: unknown key"),
+    ],
+)  # fmt: skip
+def test_bad_old_grammar_names_its_field(edit: tuple[str, str], message: str) -> None:
+    assert edit[0] in OLD
+    with pytest.raises(rtapp.RtAppError, match=re.escape(message)):
+        rtapp.parse_rtapp(OLD.replace(*edit))
+
+
+def test_a_thread_fragment_alone_is_read_with_the_fragments_beside_it(tmp_path: Path) -> None:
+    (tmp_path / "global.json").write_text('{"global": {"duration": 2}}')
+    (tmp_path / "resources.json").write_text(
+        '{"resources": {"m": {"type": "mutex"}, "c": {"type": "wait"},'
+        ' "s": {"type": "signal", "target": "c"}}}'
+    )
+    (tmp_path / "t0.json").write_text(
+        '{"tasks": {"t0": {"exec": 100, "period": 1000, "lock_order": ["c"],'
+        ' "resources": {"c": {"access": ["m"]}}}}}'
+    )
+    (tmp_path / "t1.json").write_text(
+        '{"tasks": {"t1": {"exec": 100, "period": 1000, "lock_order": ["s"]}}}'
+    )
+    # A whole workload and a file that is not JSON beside them are not fragments.
+    (tmp_path / "other.json").write_text('{"tasks": {"x": {"run": 1}}, "global": {}}')
+    (tmp_path / "broken.json").write_text("{ not json")
+    wl = rtapp.load_rtapp(tmp_path / "t0.json")
+    assert [p["name"] for p in wl.programs] == ["t0", "t1"] and wl.duration_s == 2.0
+    assert wl.notes[0].startswith("t0.json is a thread of rt-app's merge/ format")
+    assert "(global.json, resources.json, t1.json)" in wl.notes[0]
+    # The same as giving the fragments.
+    given = rtapp.load_rtapp(*(tmp_path / f for f in ("global.json", "resources.json",
+                                                      "t0.json", "t1.json")))  # fmt: skip
+    assert given.programs == wl.programs
+    # With two resources fragments to choose from, the file alone says what is missing.
+    (tmp_path / "resources2.json").write_text('{"resources": {"m": {"type": "mutex"}}}')
+    with pytest.raises(rtapp.RtAppError, match="resource 'c' is not declared"):
+        rtapp.load_rtapp(tmp_path / "t0.json")

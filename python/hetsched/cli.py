@@ -319,6 +319,14 @@ def _parser() -> argparse.ArgumentParser:
     ra.add_argument(
         "--out", type=Path, metavar="FILE", help="a .toml or .json scenario (default: stdout, TOML)"
     )
+    for op, what in (("mem", "memset"), ("io", "write() to global.io_device")):
+        ra.add_argument(
+            f"--{op}-bytes-per-s",
+            type=float,
+            metavar="B",
+            help=f"rate of rt-app's {'mem' if op == 'mem' else 'iorun'} ({what}) in bytes/s "
+            "(default: measured, see docs/linux.md)",
+        )
     ra.set_defaults(handler=_cmd_from_rtapp)
     ft = wsub.add_parser(
         "from-trace",
@@ -650,7 +658,9 @@ def _write_machine(m: Any, out: Path | None) -> None:
 def _cmd_from_rtapp(args: argparse.Namespace) -> int:
     from . import rtapp
 
-    wl = rtapp.load_rtapp(*args.files)
+    wl = rtapp.load_rtapp(
+        *args.files, mem_bytes_per_s=args.mem_bytes_per_s, io_bytes_per_s=args.io_bytes_per_s
+    )
     machine: str | dict[str, Any] = args.machine
     if Path(args.machine).suffix.lower() in (".toml", ".json") or Path(args.machine).is_file():
         machine = rtapp.load_machine_file(args.machine)

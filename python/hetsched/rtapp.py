@@ -51,6 +51,18 @@ phase)
 ``global.duration``: s                  ``duration_s``
 ``global.calibration``: ``"CPUn"``      ``run`` µs are work of CPU n at its
                                         highest P-state (rt-app's default: CPU0)
+``mem``/``iorun``: bytes                a ``compute_ms`` phase of bytes /
+                                        :data:`MEM_BYTES_PER_S` or
+                                        :data:`IO_BYTES_PER_S` (measured by
+                                        tools/rtapp_rates.py; replaceable)
+``taskgroup`` (task or phase)           nothing, where every fair thread is in
+                                        one group at every instant (else
+                                        refused)
+pre-1.0 ``exec``/``period``/            per period: each resource of
+``lock_order``/``resources``            ``lock_order`` taken after its access
+                                        list, its duration run, mutexes
+                                        unlocked; the rest of ``exec``; an
+                                        absolute timer of the period
 ======================================  =========================================
 
 The file may use rt-app's JSON dialect: ``//`` and ``/* */`` comments,
@@ -94,13 +106,13 @@ EVENTS = (
 
 #: rt-app features hetsched refuses, and why (what the engine would need).
 REFUSED: dict[str, str] = {
-    "mem": "writes a number of bytes to memory; no memory-bandwidth model turns bytes into time",
-    "iorun": "writes a number of bytes to a device; no device model turns bytes into time",
-    "taskgroup": "needs group scheduling (the cgroup cpu controller's hierarchical shares)",
+    "io-device": "iorun writes to a device other than /dev/null, whose write rate was not "
+    "measured; give its rate (--io-bytes-per-s, io_bytes_per_s=)",
+    "taskgroup": "fair threads in different task groups at once compete as groups (the cgroup "
+    "cpu controller's hierarchical shares), which is not modelled; task groups are accepted "
+    "when every fair thread is in one group at every instant",
     "phase-policy": "phases with a policy, priority or util clamp of their own need "
     "scheduling-parameter changes during a program (the engine sets them per program)",
-    "old-grammar": "exec/period/deadline/lock_order/resources is the grammar of rt-app "
-    "before version 1 (the merge/ examples); it is not translated to the current one",
 }
 
 _POLICIES = ("SCHED_OTHER", "SCHED_IDLE", "SCHED_RR", "SCHED_FIFO", "SCHED_DEADLINE")
@@ -112,12 +124,23 @@ TASK_KEYS = (
     *_SCHED_KEYS, *_MEMBIND,
 )  # fmt: skip
 PHASE_KEYS = ("loop", "cpus", "taskgroup", "util_min", "util_max", *_SCHED_KEYS, *_MEMBIND)
-_OLD_KEYS = ("exec", "period", "deadline", "lock_order", "resources")
+#: Global keys the translation reads.
+_GLOBAL_READ = ("duration", "calibration", "default_policy", "io_device", "mem_buffer_size")
 #: Global keys that only steer rt-app's own logging and memory handling.
 _GLOBAL_IGNORED = (
     "pi_enabled", "lock_pages", "logdir", "log_basename", "log_size", "ftrace", "gnuplot",
-    "io_device", "mem_buffer_size", "cumulative_slack", "frag",
+    "cumulative_slack", "frag",
 )  # fmt: skip
+#: rt-app's ``mem`` memsets, in bytes per second, on the machine of
+#: docs/linux.md ("mem and iorun"), measured by ``tools/rtapp_rates.py`` with
+#: rt-app's default 4 MiB buffer (the best of five runs).
+MEM_BYTES_PER_S = 2.56e10
+#: rt-app's ``iorun`` write()s to ``/dev/null``, in bytes per second (4 MiB per
+#: write; the same measurement). /dev/null costs a system call per write, not per
+#: byte: a rate per byte is exact for writes of the buffer's size only.
+IO_BYTES_PER_S = 4.08e12
+#: rt-app's default ``global.mem_buffer_size`` (doc/tutorial.txt).
+MEM_BUFFER_SIZE = 4 * 1024 * 1024
 #: Cap on the phases a program gets after expanding phase loops.
 MAX_PHASES = 100_000
 #: Duration of a run whose ``global.duration`` is absent or -1 (rt-app runs until
@@ -198,11 +221,19 @@ class RtAppWorkload:
         }
 
 
-def load_rtapp(*paths: str | Path) -> RtAppWorkload:
+def load_rtapp(
+    *paths: str | Path,
+    mem_bytes_per_s: float | None = None,
+    io_bytes_per_s: float | None = None,
+) -> RtAppWorkload:
     """Read and translate an rt-app JSON file, or the fragments of rt-app's
     ``merge/`` format (``global.json resources.json thread0.json ...``), merged
     as rt-app's ``merge.py`` does: top-level objects of later files update
-    those of earlier ones."""
+    those of earlier ones. A thread fragment given alone is read with the
+    fragments beside it. ``mem_bytes_per_s`` and ``io_bytes_per_s`` replace
+    the rates that turn ``mem`` and ``iorun`` bytes into work
+    (:data:`MEM_BYTES_PER_S`, :data:`IO_BYTES_PER_S`)."""
+    rates = _Rates.of(mem_bytes_per_s, io_bytes_per_s)
     if not paths:
         raise RtAppError("no rt-app file given")
     docs = []
@@ -215,15 +246,97 @@ def load_rtapp(*paths: str | Path) -> RtAppWorkload:
         except UnicodeDecodeError as e:
             raise RtAppError(f"{p}: not UTF-8 text ({e.reason})") from None
         docs.append((str(p), _parse_json(text, str(p))))
+    notes: list[str] = []
+    if len(docs) == 1 and _is_thread_fragment(docs[0][1]):
+        docs, notes = _complete_fragment(Path(paths[0]), docs[0])
     if len(docs) == 1:
-        return _translate(docs[0][1], docs[0][0])
-    return _translate(_merge(docs), " + ".join(src for src, _ in docs))
+        wl = _translate(docs[0][1], docs[0][0], rates)
+    else:
+        wl = _translate(_merge(docs), " + ".join(src for src, _ in docs), rates)
+    wl.notes[:0] = notes
+    return wl
 
 
-def parse_rtapp(text: str, *, source: str = "<rt-app>") -> RtAppWorkload:
+def _is_thread_fragment(doc: Any) -> bool:
+    """A file of rt-app's merge/ format holding tasks of the pre-1.0 grammar
+    without the ``resources`` they take (rt-app 0.x requires ``global``,
+    ``resources`` and ``tasks`` in one file)."""
+    if not isinstance(doc, _Pairs):
+        return False
+    top = doc.dict()
+    tasks = top.get("tasks")
+    return (
+        "resources" not in top and isinstance(tasks, _Pairs)
+        and any(_is_old(t) for _, t in tasks.items)
+    )  # fmt: skip
+
+
+def _complete_fragment(path: Path, doc: tuple[str, Any]) -> tuple[list[tuple[str, Any]], list[str]]:
+    """The merge/ fragments beside a thread fragment given alone: every JSON
+    file of its folder with no ``tasks`` (global, resources) or that is a
+    thread fragment itself, merged in file-name order as ``merge.py`` merges
+    the files it is given. The thread's resources are declared there, and
+    the other threads signal the conditions it waits for."""
+    found: list[tuple[str, Any]] = []
+    for sib in sorted(path.parent.glob("*.json")):
+        if sib.resolve() == path.resolve():
+            found.append(doc)
+            continue
+        try:
+            other = _parse_json(sib.read_text(encoding="utf-8"), str(sib))
+        except (OSError, UnicodeDecodeError, RtAppError):
+            continue  # not an rt-app file: not a fragment of this workload
+        if not isinstance(other, _Pairs):
+            continue
+        keys = set(other.dict())
+        if (keys and keys <= {"global", "resources"}) or _is_thread_fragment(other):
+            found.append((str(sib), other))
+    with_res = [src for src, d in found if "resources" in d.dict()]
+    if len(with_res) != 1:
+        return [doc], []  # none, or several to choose from: the file alone says what is missing
+    names = ", ".join(Path(src).name for src, _ in found if src != doc[0])
+    note = (
+        f"{path.name} is a thread of rt-app's merge/ format without the resources it takes: "
+        f"read with the fragments beside it ({names}), the workload they make together "
+        "(give the files explicitly to choose others)"
+    )
+    return found, [note]
+
+
+def parse_rtapp(
+    text: str,
+    *,
+    source: str = "<rt-app>",
+    mem_bytes_per_s: float | None = None,
+    io_bytes_per_s: float | None = None,
+) -> RtAppWorkload:
     """Translate rt-app JSON text; raises :class:`RtAppError` listing every
     refused feature (with the task and event that use it)."""
-    return _translate(_parse_json(text, source), source)
+    rates = _Rates.of(mem_bytes_per_s, io_bytes_per_s)
+    return _translate(_parse_json(text, source), source, rates)
+
+
+@dataclass(frozen=True)
+class _Rates:
+    """Bytes per second of rt-app's memset (``mem``) and write() (``iorun``);
+    ``io_given``: the io rate is the caller's (any ``io_device`` then)."""
+
+    mem: float = 0.0
+    io: float = 0.0
+    io_given: bool = False
+
+    @classmethod
+    def of(cls, mem: float | None, io: float | None) -> _Rates:
+        for name, v in (("mem_bytes_per_s", mem), ("io_bytes_per_s", io)):
+            if v is not None and not (_is_num(v) and v > 0):
+                raise RtAppError(
+                    f"{name} (--{name.replace('_', '-')}): expected bytes per second > 0, got {v!r}"
+                )
+        return cls(
+            MEM_BYTES_PER_S if mem is None else float(mem),
+            IO_BYTES_PER_S if io is None else float(io),
+            io is not None,
+        )
 
 
 def load_machine_file(path: str | Path) -> dict[str, Any]:
@@ -336,6 +449,196 @@ def _merge(docs: list[tuple[str, Any]]) -> _Pairs:
     return _Pairs(merged)
 
 
+# ------------------------------------------------------ the pre-1.0 grammar
+
+#: Resource types of rt-app's pre-1.0 ``resources`` object (its
+#: ``string_to_resource``): what taking each one does in a task's lock order.
+OLD_RESOURCE_TYPES = ("mutex", "wait", "signal", "broadcast", "sig_and_wait", "sleep", "run")
+
+
+def _is_old(task: Any) -> bool:
+    return isinstance(task, _Pairs) and any(k in ("exec", "lock_order") for k, _ in task.items)
+
+
+def _old_resources(top: dict[str, Any], c: _Collect) -> dict[str, dict[str, Any]]:
+    """The declared resources of a pre-1.0 file: name -> {type, target}. An
+    integer N declares the mutexes "0".."N-1" (rt-app's legacy form)."""
+    res = top.get("resources")
+    out: dict[str, dict[str, Any]] = {}
+    if res is None:
+        return out
+    if _is_int(res) and res >= 0:
+        return {str(i): {"type": "mutex"} for i in range(res)}
+    if not isinstance(res, _Pairs):
+        c.bad("resources", "expected an object of resources (or a number of mutexes)")
+        return out
+    for name, spec in res.items:
+        d = spec.dict() if isinstance(spec, _Pairs) else None
+        if d is None:
+            c.bad(f"resources.{name}", "expected an object")
+            continue
+        rtype = d.get("type", "mutex")
+        if rtype not in OLD_RESOURCE_TYPES:
+            allowed = ", ".join(OLD_RESOURCE_TYPES)
+            c.bad(f"resources.{name}.type", f"{rtype!r} is not one of {allowed}")
+            continue
+        out[name] = {"type": rtype}
+        if rtype in ("signal", "broadcast", "sig_and_wait"):
+            target = d.get("target")
+            if not isinstance(target, str) or not target:
+                c.bad(f"resources.{name}.target", f"a {rtype} resource names its target (a wait)")
+                continue
+            out[name]["target"] = target
+    for name, r in out.items():
+        t = r.get("target")
+        if t is not None and out.get(t, {}).get("type") != "wait":
+            c.bad(f"resources.{name}.target", f"{t!r} is not a resource of type wait")
+    return out
+
+
+def _old_task(
+    name: str,
+    task: _Pairs,
+    declared: dict[str, dict[str, Any]],
+    default_policy: str,
+    c: _Collect,
+) -> _Pairs | None:
+    """A task of rt-app's pre-1.0 grammar as the events of the current one,
+    as rt-app 0.x ran it (``parse_thread_resources``, ``run`` and
+    ``thread_body`` of its rt-app.c): every period, for each resource of
+    ``lock_order`` in turn, take the resources of its ``access`` list (nested
+    lists depth first, each once), then the resource itself (a mutex is
+    locked, a wait waits on its condition under the mutex taken just before,
+    a signal/broadcast signals/broadcasts its target, a sleep sleeps), run for
+    its ``duration`` (a sleep sleeps it instead), and unlock the mutexes in
+    reverse order; then run what is left of ``exec``, and wait for the end of
+    the period (an absolute timer: a late loop starts the next at once)."""
+    where = f"tasks.{name}"
+    d = task.dict()
+    n0 = len(c.problems)
+    period, exec_ = d.get("period"), d.get("exec")
+    if not _is_num(period) or period <= 0:
+        c.bad(f"{where}.period", "expected microseconds > 0 (the pre-1.0 grammar requires it)")
+    if not _is_num(exec_) or exec_ < 0:
+        c.bad(f"{where}.exec", "expected microseconds >= 0 (the pre-1.0 grammar requires it)")
+    elif _is_num(period) and exec_ > period:
+        c.bad(f"{where}.exec", f"{exec_:g} us is longer than the period ({period:g} us)")
+    deadline = d.get("deadline")
+    if deadline is not None and (not _is_num(deadline) or (_is_num(exec_) and _is_num(period)
+                                 and not exec_ <= deadline <= period)):  # fmt: skip
+        c.bad(f"{where}.deadline", "expected microseconds from exec to period")
+    locks = d.get("lock_order", [])
+    task_res = d.get("resources")
+    task_res_d = task_res.dict() if isinstance(task_res, _Pairs) else {}
+    if task_res is not None and not isinstance(task_res, _Pairs):
+        c.bad(f"{where}.resources", "expected an object (resource -> duration, access)")
+    if not isinstance(locks, list) or not all(isinstance(x, str | int) for x in locks):
+        c.bad(f"{where}.lock_order", "expected a list of resource names")
+        locks = []
+    if len(c.problems) > n0:
+        return None
+
+    def usage(res: str) -> tuple[float, list[Any]]:
+        r = task_res_d.get(res)
+        rd = r.dict() if isinstance(r, _Pairs) else {}
+        dur = rd.get("duration", 0)
+        if not _is_num(dur) or dur < 0:
+            c.bad(f"{where}.resources.{res}.duration", "expected microseconds >= 0")
+            dur = 0
+        acc = rd.get("access", [])
+        if not isinstance(acc, list):
+            c.bad(f"{where}.resources.{res}.access", "expected a list of resource names")
+            acc = []
+        return float(dur), acc
+
+    def acl(res: str, out: list[str], depth: int) -> None:
+        if str(res) not in declared:
+            c.bad(f"{where}.lock_order", f'resource {str(res)!r} is not declared in "resources"')
+            return
+        if str(res) not in out:
+            out.append(str(res))
+        if depth > len(declared):
+            c.bad(f"{where}.resources.{res}.access", "the access lists form a cycle")
+            return
+        for nxt in usage(str(res))[1]:
+            acl(str(nxt), out, depth + 1)
+
+    items: list[tuple[str, Any]] = []
+    busy = 0.0
+    for res in locks:
+        order: list[str] = []
+        acl(str(res), order, 0)
+        if len(c.problems) > n0:
+            return None
+        order = order[1:] + order[:1]  # the resource itself is taken last
+        dur, _ = usage(str(res))
+        held: list[str] = []
+        kind = "run"
+        for i, r in enumerate(order):
+            rtype = declared[r]["type"]
+            prev = order[i - 1] if i else None
+            under = declared[prev]["type"] if prev is not None else None
+            if rtype in ("wait", "sig_and_wait") and under != "mutex":
+                c.bad(f"{where}.resources.{r}.access",
+                      f"taking {rtype} resource {r!r} needs a mutex just before it in its access "
+                      "list (rt-app waits under the previous resource)")  # fmt: skip
+                return None
+            if rtype == "mutex":
+                items.append(("lock", r))
+                held.append(r)
+            elif rtype == "wait":
+                items.append(("wait", _Pairs([("ref", r), ("mutex", prev)])))
+            elif rtype == "signal":
+                items.append(("signal", declared[r]["target"]))
+            elif rtype == "broadcast":
+                items.append(("broad", declared[r]["target"]))
+            elif rtype == "sig_and_wait":
+                items.append(("sync", _Pairs([("ref", declared[r]["target"]), ("mutex", prev)])))
+            if r == str(res):
+                kind = "sleep" if rtype == "sleep" else "run"
+        if dur > 0:
+            items.append((kind, dur))
+            if kind == "run":
+                busy += dur
+        items += [("unlock", m) for m in reversed(held)]
+    assert _is_num(exec_) and _is_num(period)
+    if busy > exec_:
+        c.bad(f"{where}.resources", f"the durations run {busy:g} us, more than exec ({exec_:g} us)")
+        return None
+    if exec_ - busy > 0:
+        items.append(("run", float(exec_ - busy)))
+    if d.get("sleep", True) is not False:
+        items.append(("timer", _Pairs([("ref", "unique.period"), ("period", period),
+                                       ("mode", "absolute")])))  # fmt: skip
+    elif not items:
+        c.bad(where, "no events")
+        return None
+    for key in ("loop", "delay", "cpus", "policy", "priority", "instance"):
+        if key in d:
+            items.append((key, d[key]))
+    policy = d.get("policy", default_policy)
+    if policy in ("SCHED_OTHER", "SCHED_IDLE") and "priority" not in d:
+        # rt-app 0.x gives every thread priority 10 (DEFAULT_THREAD_PRIORITY)
+        # and sets a SCHED_OTHER thread's nice value to it.
+        items.append(("priority", RT_DEFAULT_PRIORITY))
+        c.notes.append(f"{where}: no priority: nice {RT_DEFAULT_PRIORITY}, as rt-app 0.x sets a "
+                       "SCHED_OTHER thread's nice value to its default priority 10")  # fmt: skip
+    if policy == "SCHED_DEADLINE":
+        # rt-app 0.x's SCHED_DEADLINE: the runtime is exec, the deadline and period its own.
+        items += [("dl-runtime", exec_), ("dl-period", period), ("dl-deadline", deadline or period)]
+    elif deadline is not None:
+        c.notes.append(f"{where}.deadline: rt-app 0.x uses it for its slack log only "
+                       f"(a {policy} thread)")  # fmt: skip
+    for key in d:
+        if key not in ("exec", "period", "deadline", "lock_order", "resources", "sleep", "loop",
+                       "delay", "cpus", "policy", "priority", "instance"):  # fmt: skip
+            c.bad(f"{where}.{key}", "unknown key of a pre-1.0 task")
+    c.notes.append(f"{where}: rt-app's pre-1.0 grammar (exec/period/lock_order) translated: "
+                   "each period takes its resources in lock order, runs, then waits for the "
+                   "period's end")  # fmt: skip
+    return _Pairs(items)
+
+
 # ---------------------------------------------------------------- translation
 
 
@@ -345,6 +648,11 @@ class _Collect:
         self.problems: list[str] = []
         self.refused: list[tuple[str, str]] = []
         self.notes: list[str] = []
+        self.rates = _Rates()
+        self.io_device = "/dev/null"
+        #: The task groups each task's threads are in over their phases (None:
+        #: no taskgroup, the group rt-app runs in).
+        self.groups: dict[str, set[str | None]] = {}
 
     def refuse(self, where: str, feature: str, what: str | None = None) -> None:
         if (where, feature) in self.refused:
@@ -356,7 +664,7 @@ class _Collect:
         self.problems.append(f"{where}: {message}")
 
 
-def _translate(doc: Any, source: str) -> RtAppWorkload:
+def _translate(doc: Any, source: str, rates: _Rates | None = None) -> RtAppWorkload:
     if not isinstance(doc, _Pairs):
         raise RtAppError(f'{source}: expected a JSON object with "tasks"')
     top = doc.dict()
@@ -371,13 +679,14 @@ def _translate(doc: Any, source: str) -> RtAppWorkload:
     if not isinstance(tasks, _Pairs) or not tasks.items:
         raise RtAppError(f'{source}: "tasks" must be an object with at least one task')
     c = _Collect(source)
+    c.rates = rates or _Rates.of(None, None)
     for key in top:
         if key not in ("tasks", "global", "resources"):
             c.notes.append(f"top-level {key!r} ignored (rt-app reads tasks, global, resources)")
     glob = top.get("global")
     glob_d = glob.dict() if isinstance(glob, _Pairs) else {}
     for key in glob_d:
-        if key not in ("duration", "calibration", "default_policy", *_GLOBAL_IGNORED):
+        if key not in (*_GLOBAL_READ, *_GLOBAL_IGNORED):
             c.notes.append(f"global.{key} ignored: not an rt-app global option")
     duration = glob_d.get("duration", -1)
     if not _is_num(duration):
@@ -391,11 +700,30 @@ def _translate(doc: Any, source: str) -> RtAppWorkload:
     else:
         duration_s = float(duration)
     cal_cpu = _calibration(glob_d, c)
+    io_device = glob_d.get("io_device", "/dev/null")
+    if not isinstance(io_device, str) or not io_device:
+        c.bad("global.io_device", f"expected a file or device path, got {io_device!r}")
+    else:
+        c.io_device = io_device
+    buf = glob_d.get("mem_buffer_size", MEM_BUFFER_SIZE)
+    if not _is_int(buf) or buf <= 0:
+        c.bad("global.mem_buffer_size", f"expected bytes > 0, got {buf!r}")
     default_policy = glob_d.get("default_policy", "SCHED_OTHER")
     if default_policy not in _POLICIES:
         c.bad("global.default_policy", f"{default_policy!r} is not one of {', '.join(_POLICIES)}")
         default_policy = "SCHED_OTHER"
 
+    if any(_is_old(t) for _, t in tasks.items):
+        declared = _old_resources(top, c)
+        items = []
+        for name, task in tasks.items:
+            if _is_old(task):
+                new = _old_task(name, task, declared, str(default_policy), c)
+                if new is not None:
+                    items.append((name, new))
+            else:
+                items.append((name, task))
+        tasks = _Pairs(items)
     refs = _Refs.scan(tasks, c)
     programs = []
     endless = []
@@ -437,6 +765,8 @@ def _translate(doc: Any, source: str) -> RtAppWorkload:
                 ph["fork"] = f"{target}+fork"
             else:
                 c.bad(f"tasks.{prog['name']}", f"forks {target!r}, which creates no thread")
+    if not c.problems:
+        _check_groups(programs, c)
     c.notes = list(dict.fromkeys(c.notes))
     if c.problems:
         listed = "\n  - ".join(c.problems)
@@ -533,9 +863,9 @@ def _task(
 ) -> dict[str, Any] | None:
     props: dict[str, Any] = {}
     events: list[tuple[str, str, Any, str]] = []  # (type, key, value, where) of the task body
-    old = [k for k, _ in task.items if k in _OLD_KEYS]
-    if any(k in old for k in ("exec", "lock_order", "resources")):
-        c.refuse(f"{where}.{old[0]}", "old-grammar", "the pre-1.0 rt-app grammar")
+    if any(k == "resources" for k, _ in task.items):
+        c.bad(f"{where}.resources", "resources in a task are rt-app's pre-1.0 grammar, which "
+              "needs exec, period and lock_order too")  # fmt: skip
         return None
     for key, value in task.items:
         if key in TASK_KEYS:
@@ -564,6 +894,9 @@ def _task(
             prog["start_ms"] = delay / 1000.0
     task_cpus = _cpus(props["cpus"], f"{where}.cpus", c) if "cpus" in props else None
     _groups_and_clamps(props, where, c)
+    task_group = _taskgroup(props, where, c)
+    group = task_group
+    groups: set[str | None] = set()
     task_sched = _sched(props, where, default_policy, c)
 
     # The body: the task's own events, or its phases (each looped), each
@@ -598,6 +931,9 @@ def _task(
                     c.bad(f"{pwhere}.loop", "expected an integer >= 1 in a phase")
                     loop = 1
                 _groups_and_clamps(pprops, pwhere, c, phase=True)
+                if "taskgroup" in pprops:
+                    group = _taskgroup(pprops, pwhere, c)
+                groups.add(group)
                 if set(pprops) & set(_SCHED_KEYS):
                     merged = {**{k: v for k, v in props.items() if k in _SCHED_KEYS}, **pprops}
                     if _sched(merged, pwhere, default_policy, c) != task_sched:
@@ -612,6 +948,7 @@ def _task(
                 body += pevents * int(loop)
     else:
         body = events
+    c.groups[name] = groups or {task_group}
     # rt-app sets each phase's CPUs as it begins (the phase's, else the
     # task's, else all): the program starts on the first phase's, and a
     # phase whose CPUs differ from the phase before it (the last one, for
@@ -657,7 +994,7 @@ def _task(
     # Zero-length runs and sleeps do nothing.
     body = [
         e for e in body
-        if not (e[0] in ("run", "sleep", "runtime") and _is_num(e[2]) and e[2] == 0)
+        if not (e[0] in _ZERO_IS_NOTHING and _is_num(e[2]) and e[2] == 0)
     ]  # fmt: skip
 
     timers = [i for i, (ev, *_rest) in enumerate(body) if ev == "timer"]
@@ -690,6 +1027,9 @@ def _task(
     return prog
 
 
+#: Events that do nothing when their value is 0.
+_ZERO_IS_NOTHING = ("run", "sleep", "runtime", "mem", "iorun")
+
 #: Phase keys that take time (a task with none of them does nothing).
 _TIMED = ("compute_ms", "sleep_ms", "run_for_ms", "timer", "suspend", "pend", "wait", "sync",
           "lock", "shared_barrier")  # fmt: skip
@@ -713,6 +1053,20 @@ def _phase(
             return None
         phase_key = {"run": "compute_ms", "sleep": "sleep_ms", "runtime": "run_for_ms"}[ev]
         return {phase_key: value / 1000.0}
+    if ev in ("mem", "iorun"):
+        if not _is_int(value) or value < 0:
+            c.bad(at, "expected a number of bytes >= 0")
+            return None
+        if ev == "iorun" and c.io_device != "/dev/null" and not c.rates.io_given:
+            c.refuse(at, "io-device", f"iorun to {c.io_device!r}")
+            return None
+        rate = c.rates.mem if ev == "mem" else c.rates.io
+        what = "memset" if ev == "mem" else f"write() to {c.io_device}"
+        c.notes.append(
+            f"{ev}: bytes are CPU work of the calibration CPU, bytes / {rate:.3g} bytes/s "
+            f"({what}; set --{ev.replace('iorun', 'io')}-bytes-per-s to change it)"
+        )
+        return {"compute_ms": _round(value / rate * 1000.0)}
     if ev == "cpus":
         return {"cpus": value if value is not None else "all"}
     if ev == "barrier":
@@ -782,10 +1136,69 @@ def _phase(
     return None
 
 
-def _groups_and_clamps(d: dict[str, Any], where: str, c: _Collect, phase: bool = False) -> None:
+def _taskgroup(d: dict[str, Any], where: str, c: _Collect) -> str | None:
+    """The task group a task or phase names (None: none; rt-app reads "" so)."""
     tg = d.get("taskgroup")
-    if tg is not None and tg != "":
-        c.refuse(f"{where}.taskgroup", "taskgroup", f"taskgroup {tg!r}")
+    if tg is None or tg == "":
+        return None
+    if not isinstance(tg, str) or not tg.startswith("/"):
+        c.bad(f"{where}.taskgroup", f"expected a cgroup path starting with '/', got {tg!r}")
+        return None
+    return tg.rstrip("/") or "/"
+
+
+def _check_groups(programs: list[dict[str, Any]], c: _Collect) -> None:
+    """Task groups are accepted where group scheduling cannot change the
+    schedule: at every instant every fair thread of the workload is in one
+    group (a single fair thread, or every fair thread in the same group
+    through all its phases). That group's entity is then alone at the root:
+    its picks are its threads' picks, its utilization theirs. Otherwise
+    groups compete with shares of their own, which is not modelled."""
+    by_task = {p["name"].removesuffix("+fork"): p for p in programs}
+    named = {n: g for n, g in c.groups.items() if g != {None} and n in by_task}
+    if not named:
+        return
+    for name in named:
+        prog = by_task.get(name)
+        if prog is not None and prog.get("policy") not in (None,):
+            c.bad(
+                f"tasks.{name}.taskgroup",
+                f"rt-app puts only SCHED_OTHER tasks in task groups, this one is {prog['policy']}",
+            )
+    if c.problems:
+        return
+    fair = [p for p in programs if p.get("policy") in (None, "idle")]
+    threads = sum(p.get("threads", 1) for p in fair)
+    forked = any(p.get("forked") for p in fair)
+    first = next(iter(named))
+    if threads == 1 and not forked:
+        where = ", ".join(sorted(g for g in named[first] if g is not None))
+        c.notes.append(
+            f"tasks.{first}.taskgroup ({where}): the only fair thread of the workload; its "
+            "group competes with nothing at the root, so group scheduling leaves its schedule "
+            "as it is"
+        )
+        return
+    seen: dict[str | None, list[str]] = {}
+    for p in fair:
+        groups = c.groups.get(p["name"].removesuffix("+fork"), {None})
+        for g in sorted(groups, key=lambda x: (x is not None, x or "")):
+            seen.setdefault(g, []).append(p["name"])
+    if len(seen) == 1:
+        (g,) = seen
+        c.notes.append(
+            f"every fair thread is in task group {g} throughout: the group competes with "
+            "nothing at the root, so group scheduling leaves the schedule as it is"
+        )
+        return
+    listed = "; ".join(
+        f"{g if g is not None else '(none: the group rt-app runs in)'}: {', '.join(ts)}"
+        for g, ts in seen.items()
+    )
+    c.refuse(f"tasks.{first}.taskgroup", "taskgroup", f"task groups that compete ({listed})")
+
+
+def _groups_and_clamps(d: dict[str, Any], where: str, c: _Collect, phase: bool = False) -> None:
     for key in ("util_min", "util_max"):
         if phase and key in d:
             c.refuse(f"{where}.{key}", "phase-policy", key)
