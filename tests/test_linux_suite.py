@@ -207,3 +207,34 @@ def test_a_bad_recorded_trace_is_one_error_naming_its_line(
     assert main([*argv, "--recorded", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("hetsched: error: ") and "nice-pair#1:2: not a trace line" in err
+
+
+CHURN_COST = DATA / "churn-cost" / "result.json"
+
+
+@pytest.mark.skipif(not CHURN_COST.exists(), reason="no churn-cost measurement in data/")
+def test_churn_parent_cost_is_the_separate_measurement() -> None:
+    res = json.loads(CHURN_COST.read_text())
+    cost = suite.churn_cost_ms(res["rates_per_s"])
+    assert cost == pytest.approx(res["parent_ms_per_child"], abs=1e-4)
+    assert abs(suite.CHURN_PARENT_MS - cost) < 5e-4
+
+
+def test_churn_cost_refuses_rates_that_are_not_positive() -> None:
+    with pytest.raises(suite.LinuxError, match="churn-cost: rates must be positive"):
+        suite.churn_cost_ms([4000.0, 0.0])
+    with pytest.raises(suite.LinuxError, match="churn-cost"):
+        suite.churn_cost_ms([])
+
+
+def test_simulated_churn_pays_the_parent_cost_per_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    def rate() -> float:
+        exp = next(e for e in suite.experiments() if e.name == "churn")
+        sim = suite.simulate(exp)
+        assert sim is not None
+        return sim["new tasks per second"]
+
+    # Each child: the parent's cost, then 2 ms of work on a CPU of its own.
+    assert rate() == pytest.approx(1000.0 / (2.0 + suite.CHURN_PARENT_MS), rel=0.01)
+    monkeypatch.setattr(suite, "CHURN_PARENT_MS", 0.5)
+    assert rate() == pytest.approx(1000.0 / 2.5, rel=0.01)

@@ -79,6 +79,10 @@ class Proc:
     sim: dict[str, Any]  # the simulator program's fields (without name/affinity/nice)
     nice: int = 0
     slice_us: int | None = None
+    #: Further simulator programs that act for this process but are not its
+    #: role (the churn parent, which forks the role's children), each with
+    #: its name and fields; they get the process's affinity.
+    sim_helpers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -191,6 +195,105 @@ LATENCY = ("both", 0.20, 0.2)  # 20 % or 0.2 ms, whichever is larger
 SLICE = ("rel", 0.20, 0.0)  # the latency rows' 20 %
 
 
+#: Per child, the CPU time the churn parent spends forking, reaping and
+#: looping, with the child's exit: ``1 / rate`` of the same churn program
+#: with children of 1 µs of work, beside the same spinner, measured apart
+#: from the suite (:func:`churn_cost_experiment`; 5 runs recorded in
+#: ``data/linux-traces/churn-cost/``, median rate 4 834/s →
+#: 0.2069 − 0.001 ms; docs/real-linux.md, "The fork/exit cost").
+CHURN_PARENT_MS = 0.206
+#: The churn rows' rate: new children per second of the window.
+CHURN_RATE = Metric(
+    "new tasks per second", "/s", lambda obs, span: obs["children"].wakeups / span, ("rel", 0.2, 0)
+)
+#: The simulator's semaphore by which a churn child tells its parent it exited.
+_REAPED = "churn-reaped"
+
+
+def churn_proc(child_us: int) -> Proc:
+    """The churn process: a parent that forks a child computing ``child_us``
+    of CPU time, waits for it, and again. In the simulator the parent is a
+    program of its own that spends :data:`CHURN_PARENT_MS` per child, forks
+    the ``children`` program and waits for its exit (a semaphore)."""
+    return Proc(
+        "children",
+        ["churn", str(child_us), str(DURATION_S)],
+        [0, 1],
+        {
+            "kind": "phases",
+            "forked": True,
+            "phases": [{"compute_ms": child_us / 1000.0}, {"post": _REAPED}],
+        },
+        sim_helpers=[
+            {
+                "name": "churn-parent",
+                "kind": "phases",
+                "loops": 1000000,
+                "phases": [
+                    {"compute_ms": CHURN_PARENT_MS},
+                    {"fork": "children"},
+                    {"pend": _REAPED},
+                ],
+            }
+        ],
+    )
+
+
+def churn_cost_experiment() -> Experiment:
+    """The separate measurement behind :data:`CHURN_PARENT_MS`: the churn
+    program with children of 1 µs (the least ``schedprobe`` takes) beside a
+    spinner, shielded as the suite's churn is. Not a suite row: its rate
+    gives the constant the churn row's simulation uses."""
+    return Experiment(
+        "churn-cost",
+        "fork/exit churn with children of 1 µs beside a spinner on two CPUs",
+        [churn_proc(1), Proc("spin", ["spin", str(DURATION_S)], [0, 1], {})],
+        [CHURN_RATE],
+    )
+
+
+def churn_cost_ms(rates: Sequence[float]) -> float:
+    """The parent's cost per child (ms) from the 1 µs churn's rates (/s): the
+    median cycle less the child's 1 µs of work."""
+    if not rates or not all(r > 0 and math.isfinite(r) for r in rates):
+        raise LinuxError(f"churn-cost: rates must be positive numbers, got {list(rates)}")
+    return 1000.0 / float(np.median(rates)) - 0.001
+
+
+def measure_churn_cost(
+    repeats: int, save_to: Path | None, log: Callable[[str], None] = lambda m: None
+) -> dict[str, Any]:
+    """Run :func:`churn_cost_experiment` ``repeats`` times for real (root) and
+    return the rates and the cost per child; ``save_to`` keeps the traces."""
+    if repeats < 1:
+        raise LinuxError(f"--repeats: {repeats} must be ≥ 1")
+    exp = churn_cost_experiment()
+    runs = []
+    for k in range(repeats):
+        log(f"{exp.name}: real run {k + 1}/{repeats}")
+        runs.append(run_real(exp, buffer_kb=65536))
+    return _churn_cost_result(exp, runs, save_to)
+
+
+def recorded_churn_cost(folder: Path) -> dict[str, Any]:
+    """:func:`measure_churn_cost`'s result from traces it saved in ``folder``."""
+    _, runs = load_recorded(folder)
+    if not runs.get("churn-cost"):
+        raise LinuxError(f"{folder}: no recorded traces of the churn-cost measurement")
+    return _churn_cost_result(churn_cost_experiment(), runs["churn-cost"], None)
+
+
+def _churn_cost_result(
+    exp: Experiment, runs: Sequence[RealRun], save_to: Path | None
+) -> dict[str, Any]:
+    rates = [
+        real_metrics(exp, r, f"{exp.name}#{k + 1}")[CHURN_RATE.name] for k, r in enumerate(runs)
+    ]
+    if save_to is not None:
+        save({exp.name: runs}, save_to)
+    return {"rates_per_s": rates, "parent_ms_per_child": churn_cost_ms(rates)}
+
+
 def experiments() -> list[Experiment]:
     """The suite (issue 16, "Checked against the real kernel")."""
     d = str(DURATION_S)
@@ -288,19 +391,9 @@ def experiments() -> list[Experiment]:
         Experiment(
             "churn",
             "fork/exit churn (children of 2 ms) beside a spinner on two CPUs",
+            [churn_proc(2000), spinner("spin", [0, 1])],
             [
-                Proc(
-                    "children",
-                    ["churn", "2000", d],
-                    [0, 1],
-                    {"kind": "sequential", "work_ms": 2.0, "repeat": 1000000},
-                ),
-                spinner("spin", [0, 1]),
-            ],
-            [
-                Metric(
-                    "new tasks per second", "/s", _rate(["children"], "wakeups"), ("rel", 0.2, 0)
-                ),
+                CHURN_RATE,
                 Metric("new-task wake-up latency p50", "ms", _pct("children", 50), LATENCY),
                 Metric("new-task wake-up latency p99", "ms", _pct("children", 99), LATENCY),
             ],
@@ -338,6 +431,8 @@ def _scenario(exp: Experiment, probe_slice: bool = False) -> dict[str, Any]:
         if p.slice_us is not None:
             prog["slice_ms"] = p.slice_us / 1000.0
         programs.append(prog)
+        for h in p.sim_helpers:
+            programs.append({**h, "affinity": list(p.cpus)})
     if probe_slice:
         programs = [{"name": "probe", "kind": "sequential", "work_ms": 1.0, "slice_ms": 0.1}]
     return {
