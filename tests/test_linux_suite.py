@@ -238,3 +238,34 @@ def test_simulated_churn_pays_the_parent_cost_per_child(monkeypatch: pytest.Monk
     assert rate() == pytest.approx(1000.0 / (2.0 + suite.CHURN_PARENT_MS), rel=0.01)
     monkeypatch.setattr(suite, "CHURN_PARENT_MS", 0.5)
     assert rate() == pytest.approx(1000.0 / 2.5, rel=0.01)
+
+
+@pytest.mark.skipif(not RECORDED, reason="no recorded traces in data/linux-traces")
+def test_outside_activity_is_read_from_the_spinners_preemptions() -> None:
+    _, runs = suite.load_recorded(DATA)
+    exp = next(e for e in suite.experiments() if e.name == "periodic")
+    out = suite.outside_activity(exp, runs["periodic"])
+    assert out is not None
+    # Other tasks of the shared machine preempt the spinner tens of times a
+    # second, each for a fraction of a millisecond (docs/real-linux.md).
+    assert 5.0 < out.rate_per_s < 200.0
+    assert 0.0 < out.run_ms < 1.0
+    assert out.cpus == [0]
+    nice = next(e for e in suite.experiments() if e.name == "nice-pair")
+    assert suite.outside_activity(nice, runs["nice-pair"]) is None
+
+
+def test_outside_activity_gives_the_tail_a_custom_slice_cuts() -> None:
+    exps = {e.name: e for e in suite.experiments()}
+    out = suite.Outside(rate_per_s=40.0, run_ms=0.03, cpus=[0])
+    key = "periodic wake-up latency p99"
+    alone = suite.simulate(exps["periodic"])
+    default = suite.simulate(exps["periodic"], outside=out)
+    short = suite.simulate(exps["periodic-slice"], outside=out)
+    assert alone is not None and default is not None and short is not None
+    # The spinner, picked again after an outside task, is protected for a
+    # slice (RUN_TO_PARITY): a wake-up inside that window waits. With a
+    # 0.1 ms slice PREEMPT_SHORT lifts the protection.
+    assert alone[key] < 0.05
+    assert default[key] > 0.3
+    assert short[key] < 0.1

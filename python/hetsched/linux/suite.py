@@ -107,6 +107,10 @@ class Experiment:
     procs: list[Proc]
     metrics: list[Metric]
     shield: bool = True
+    #: Roles whose preemptions by tasks outside the experiment are measured in
+    #: the real runs and replayed in the simulator as an ``outside`` program
+    #: on the role's CPUs (:func:`outside_activity`).
+    outside_of: tuple[str, ...] = ()
 
 
 @dataclass
@@ -357,12 +361,14 @@ def experiments() -> list[Experiment]:
             "a periodic task (0.5 ms every 10 ms) beside a spinner on one CPU",
             [periodic(None), spinner("spin", [0])],
             list(lat_rows),
+            outside_of=("spin",),
         ),
         Experiment(
             "periodic-slice",
             "the same with a 0.1 ms custom slice (sched_setattr) on the periodic task",
             [periodic(100), spinner("spin", [0])],
             list(lat_rows),
+            outside_of=("spin",),
         ),
         Experiment(
             "sleeper",
@@ -449,15 +455,93 @@ def _scenario(exp: Experiment, probe_slice: bool = False) -> dict[str, Any]:
     }
 
 
-def simulate(exp: Experiment, slice_ok: bool | None = None) -> dict[str, float] | None:
-    """The experiment's metrics in the simulator (None if it cannot express it)."""
+@dataclass
+class Outside:
+    """Activity outside an experiment as its real runs show it: how often
+    tasks that are not the experiment's preempt the ``outside_of`` roles
+    (per second of the window, median of the runs) and how long they then
+    keep the CPU before an experiment task runs again (median, ms)."""
+
+    rate_per_s: float
+    run_ms: float
+    cpus: list[int]
+
+
+#: Relative jitter of the simulated outside activity's sleeps and runs
+#: (uniform), so that its arrivals do not lock to the experiment's period.
+OUTSIDE_JITTER = 0.9
+
+
+def outside_activity(exp: Experiment, runs: Sequence[RealRun]) -> Outside | None:
+    """What preempts ``exp.outside_of`` in the real ``runs`` from outside the
+    experiment (None if the experiment measures none). A quantity of its own,
+    not one of the rows: it is read from the roles' run intervals, which end
+    by preemption and are followed on their CPU by a task that is not the
+    experiment's."""
+    if not exp.outside_of:
+        return None
+    rates: list[float] = []
+    lengths: list[float] = []
+    for k, run in enumerate(runs):
+        data = tracefs.convert(tracefs.parse(run.text, f"{exp.name}#{k + 1}"))
+        ours: set[int] = set()
+        watched: set[int] = set()
+        for role, pid in run.pids.items():
+            ids = {data.task_of(x) for x in data.descendants([pid])} - {None}
+            ours |= {int(i) for i in ids if i is not None}
+            if role in exp.outside_of:
+                watched |= {int(i) for i in ids if i is not None}
+        t0 = round(run.start_s * 1e9) - data.t0_ns
+        lo, hi = t0 + int(WINDOW_S[0] * 1e9), t0 + int(WINDOW_S[1] * 1e9)
+        iv = tracefs.run_intervals(data.events).sort_values(["cpu", "start_ns"], kind="stable")
+        n = 0
+        for _, per_cpu in iv.groupby("cpu", sort=True):
+            rows = per_cpu.to_dict("records")
+            for i, r in enumerate(rows):
+                if r["task"] not in watched or r["end"] != "preempt":
+                    continue
+                if not lo <= r["end_ns"] < hi or i + 1 >= len(rows):
+                    continue
+                if rows[i + 1]["task"] in ours:
+                    continue
+                back = next((x["start_ns"] for x in rows[i + 1 :] if x["task"] in ours), None)
+                if back is None:
+                    continue
+                n += 1
+                lengths.append((back - r["end_ns"]) / 1e6)
+        rates.append(n / (WINDOW_S[1] - WINDOW_S[0]))
+    if not lengths:
+        return None
+    cpus = sorted({c for p in exp.procs if p.role in exp.outside_of for c in p.cpus})
+    return Outside(float(np.median(rates)), float(np.median(lengths)), cpus)
+
+
+def simulate(
+    exp: Experiment, slice_ok: bool | None = None, outside: Outside | None = None
+) -> dict[str, float] | None:
+    """The experiment's metrics in the simulator (None if it cannot express
+    it); ``outside``: replay that activity as a program of its own."""
     import hetsched
 
     if slice_ok is None:
         slice_ok = slice_supported()
     if any(p.slice_us is not None for p in exp.procs) and not slice_ok:
         return None
-    res = hetsched.run(_scenario(exp), trace=True)
+    scn = _scenario(exp)
+    if outside is not None and outside.rate_per_s > 0:
+        cycle = 1000.0 / outside.rate_per_s
+        run = min(outside.run_ms, cycle / 2)
+        scn["workload"]["programs"].append(
+            {
+                "name": "outside",
+                "kind": "phases",
+                "loops": 1000000,
+                "jitter": OUTSIDE_JITTER,
+                "affinity": outside.cpus,
+                "phases": [{"sleep_ms": cycle - run}, {"compute_ms": run}],
+            }
+        )
+    res = hetsched.run(scn, trace=True)
     roles: dict[str, list[int]] = {}
     for r in res.tasks.to_dict("records"):
         roles.setdefault(str(r["program"]), []).append(int(r["task"]))
@@ -827,8 +911,14 @@ def _run_suite(
                 runs.append(run_real(exp))
             live[exp.name] = runs
         real = [real_metrics(exp, r, f"{exp.name}#{k + 1}") for k, r in enumerate(runs)]
+        outside = outside_activity(exp, runs)
+        if outside is not None:
+            log(
+                f"{exp.name}: outside activity {outside.rate_per_s:.1f}/s, "
+                f"{outside.run_ms:.3f} ms each (real runs)"
+            )
         log(f"{exp.name}: simulating with {SIM_POLICY}")
-        rows += compare(exp, real, simulate(exp, slice_ok))
+        rows += compare(exp, real, simulate(exp, slice_ok, outside))
     if any(e.name == "periodic-slice" for e in chosen) and any(
         e.name == "periodic" for e in chosen
     ):
