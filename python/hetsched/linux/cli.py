@@ -275,6 +275,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from .._text import table
     from .validate import run_validation
 
+    if args.churn_cost and not args.suite:
+        raise LinuxError("--churn-cost belongs to the suite: add --suite eevdf")
     if args.suite:
         from . import suite
 

@@ -19,7 +19,12 @@ custom slice, until programs have ``slice_ms``). The targets come from issue
 16; ``docs/real-linux.md`` ("The scheduler-trace suite") has the table.
 
 The simulated policy is :data:`SIM_POLICY`: ``eevdf`` with the recorded
-kernel's base slice and its slice-end timer (HRTICK) on.
+kernel's base slice and its slice-end timer (HRTICK) on. Two things of the
+real machine enter the simulation as numbers measured apart from the rows:
+the churn parent's cost per child (:data:`CHURN_PARENT_MS`, from a separate
+run with 1 µs children) and, in the periodic experiments, the preemptions
+of the spinner by tasks outside the experiment (:func:`outside_activity`,
+read from the same runs' traces).
 
 The real side can also come from recorded traces (``data/linux-traces/``,
 written with ``save``): :func:`run_suite` with ``recorded=DIR`` needs no root
