@@ -6,6 +6,7 @@ hetsched linux agent WORKLOAD.toml --agent faster-first --profile "cpu0=100%, cp
 hetsched linux agent --pid 1234 --pid 5678 --agent equal-share --duration 10
 hetsched linux validate-sim [--json]
 hetsched linux validate-sim --suite eevdf [--recorded data/linux-traces]
+hetsched linux validate-sim --suite eevdf --churn-cost [--recorded data/linux-traces/churn-cost]
 hetsched linux cleanup                    # undo what a killed agent left: programs, cgroups ...
 """
 
@@ -120,6 +121,12 @@ def register(sub: Any) -> None:
     v.add_argument("--save-traces", type=Path, metavar="DIR", help="suite: keep the real traces")
     v.add_argument(
         "--kernel-trace", type=Path, metavar="DIR", help="record each real run's kernel trace"
+    )
+    v.add_argument(
+        "--churn-cost",
+        action="store_true",
+        help="suite: measure the churn parent's cost per child instead (1 µs children; "
+        "root, or from --recorded traces)",
     )
     v.set_defaults(handler=_cmd_validate)
 
@@ -268,9 +275,24 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from .._text import table
     from .validate import run_validation
 
+    if args.churn_cost and not args.suite:
+        raise LinuxError("--churn-cost belongs to the suite: add --suite eevdf")
     if args.suite:
         from . import suite
 
+        if args.churn_cost:
+            log = lambda m: print(f"hetsched: {m}", file=sys.stderr)  # noqa: E731
+            if args.recorded is not None:
+                cost = suite.recorded_churn_cost(args.recorded)
+            else:
+                cost = suite.measure_churn_cost(args.repeats or 5, args.save_traces, log)
+            if args.json:
+                print(json.dumps(cost, indent=2))
+            else:
+                rates = ", ".join(f"{r:.1f}" for r in cost["rates_per_s"])
+                print(f"churn with 1 µs children: {rates} children/s")
+                print(f"parent cost per child: {cost['parent_ms_per_child']:.4f} ms")
+            return EXIT_OK
         srows = suite.run_suite(
             repeats=args.repeats or 3,
             only=args.only,

@@ -19,7 +19,12 @@ custom slice, until programs have ``slice_ms``). The targets come from issue
 16; ``docs/real-linux.md`` ("The scheduler-trace suite") has the table.
 
 The simulated policy is :data:`SIM_POLICY`: ``eevdf`` with the recorded
-kernel's base slice and its slice-end timer (HRTICK) on.
+kernel's base slice and its slice-end timer (HRTICK) on. Two things of the
+real machine enter the simulation as numbers measured apart from the rows:
+the churn parent's cost per child (:data:`CHURN_PARENT_MS`, from a separate
+run with 1 µs children) and, in the periodic experiments, the preemptions
+of the spinner by tasks outside the experiment (:func:`outside_activity`,
+read from the same runs' traces).
 
 The real side can also come from recorded traces (``data/linux-traces/``,
 written with ``save``): :func:`run_suite` with ``recorded=DIR`` needs no root
@@ -79,6 +84,10 @@ class Proc:
     sim: dict[str, Any]  # the simulator program's fields (without name/affinity/nice)
     nice: int = 0
     slice_us: int | None = None
+    #: Further simulator programs that act for this process but are not its
+    #: role (the churn parent, which forks the role's children), each with
+    #: its name and fields; they get the process's affinity.
+    sim_helpers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -103,6 +112,10 @@ class Experiment:
     procs: list[Proc]
     metrics: list[Metric]
     shield: bool = True
+    #: Roles whose preemptions by tasks outside the experiment are measured in
+    #: the real runs and replayed in the simulator as an ``outside`` program
+    #: on the role's CPUs (:func:`outside_activity`).
+    outside_of: tuple[str, ...] = ()
 
 
 @dataclass
@@ -191,6 +204,105 @@ LATENCY = ("both", 0.20, 0.2)  # 20 % or 0.2 ms, whichever is larger
 SLICE = ("rel", 0.20, 0.0)  # the latency rows' 20 %
 
 
+#: Per child, the CPU time the churn parent spends forking, reaping and
+#: looping, with the child's exit: ``1 / rate`` of the same churn program
+#: with children of 1 µs of work, beside the same spinner, measured apart
+#: from the suite (:func:`churn_cost_experiment`; 5 runs recorded in
+#: ``data/linux-traces/churn-cost/``, median rate 4 834/s →
+#: 0.2069 − 0.001 ms; docs/real-linux.md, "The fork/exit cost").
+CHURN_PARENT_MS = 0.206
+#: The churn rows' rate: new children per second of the window.
+CHURN_RATE = Metric(
+    "new tasks per second", "/s", lambda obs, span: obs["children"].wakeups / span, ("rel", 0.2, 0)
+)
+#: The simulator's semaphore by which a churn child tells its parent it exited.
+_REAPED = "churn-reaped"
+
+
+def churn_proc(child_us: int) -> Proc:
+    """The churn process: a parent that forks a child computing ``child_us``
+    of CPU time, waits for it, and again. In the simulator the parent is a
+    program of its own that spends :data:`CHURN_PARENT_MS` per child, forks
+    the ``children`` program and waits for its exit (a semaphore)."""
+    return Proc(
+        "children",
+        ["churn", str(child_us), str(DURATION_S)],
+        [0, 1],
+        {
+            "kind": "phases",
+            "forked": True,
+            "phases": [{"compute_ms": child_us / 1000.0}, {"post": _REAPED}],
+        },
+        sim_helpers=[
+            {
+                "name": "churn-parent",
+                "kind": "phases",
+                "loops": 1000000,
+                "phases": [
+                    {"compute_ms": CHURN_PARENT_MS},
+                    {"fork": "children"},
+                    {"pend": _REAPED},
+                ],
+            }
+        ],
+    )
+
+
+def churn_cost_experiment() -> Experiment:
+    """The separate measurement behind :data:`CHURN_PARENT_MS`: the churn
+    program with children of 1 µs (the least ``schedprobe`` takes) beside a
+    spinner, shielded as the suite's churn is. Not a suite row: its rate
+    gives the constant the churn row's simulation uses."""
+    return Experiment(
+        "churn-cost",
+        "fork/exit churn with children of 1 µs beside a spinner on two CPUs",
+        [churn_proc(1), Proc("spin", ["spin", str(DURATION_S)], [0, 1], {})],
+        [CHURN_RATE],
+    )
+
+
+def churn_cost_ms(rates: Sequence[float]) -> float:
+    """The parent's cost per child (ms) from the 1 µs churn's rates (/s): the
+    median cycle less the child's 1 µs of work."""
+    if not rates or not all(r > 0 and math.isfinite(r) for r in rates):
+        raise LinuxError(f"churn-cost: rates must be positive numbers, got {list(rates)}")
+    return 1000.0 / float(np.median(rates)) - 0.001
+
+
+def measure_churn_cost(
+    repeats: int, save_to: Path | None, log: Callable[[str], None] = lambda m: None
+) -> dict[str, Any]:
+    """Run :func:`churn_cost_experiment` ``repeats`` times for real (root) and
+    return the rates and the cost per child; ``save_to`` keeps the traces."""
+    if repeats < 1:
+        raise LinuxError(f"--repeats: {repeats} must be ≥ 1")
+    exp = churn_cost_experiment()
+    runs = []
+    for k in range(repeats):
+        log(f"{exp.name}: real run {k + 1}/{repeats}")
+        runs.append(run_real(exp, buffer_kb=65536))
+    return _churn_cost_result(exp, runs, save_to)
+
+
+def recorded_churn_cost(folder: Path) -> dict[str, Any]:
+    """:func:`measure_churn_cost`'s result from traces it saved in ``folder``."""
+    _, runs = load_recorded(folder)
+    if not runs.get("churn-cost"):
+        raise LinuxError(f"{folder}: no recorded traces of the churn-cost measurement")
+    return _churn_cost_result(churn_cost_experiment(), runs["churn-cost"], None)
+
+
+def _churn_cost_result(
+    exp: Experiment, runs: Sequence[RealRun], save_to: Path | None
+) -> dict[str, Any]:
+    rates = [
+        real_metrics(exp, r, f"{exp.name}#{k + 1}")[CHURN_RATE.name] for k, r in enumerate(runs)
+    ]
+    if save_to is not None:
+        save({exp.name: runs}, save_to)
+    return {"rates_per_s": rates, "parent_ms_per_child": churn_cost_ms(rates)}
+
+
 def experiments() -> list[Experiment]:
     """The suite (issue 16, "Checked against the real kernel")."""
     d = str(DURATION_S)
@@ -254,12 +366,14 @@ def experiments() -> list[Experiment]:
             "a periodic task (0.5 ms every 10 ms) beside a spinner on one CPU",
             [periodic(None), spinner("spin", [0])],
             list(lat_rows),
+            outside_of=("spin",),
         ),
         Experiment(
             "periodic-slice",
             "the same with a 0.1 ms custom slice (sched_setattr) on the periodic task",
             [periodic(100), spinner("spin", [0])],
             list(lat_rows),
+            outside_of=("spin",),
         ),
         Experiment(
             "sleeper",
@@ -288,19 +402,9 @@ def experiments() -> list[Experiment]:
         Experiment(
             "churn",
             "fork/exit churn (children of 2 ms) beside a spinner on two CPUs",
+            [churn_proc(2000), spinner("spin", [0, 1])],
             [
-                Proc(
-                    "children",
-                    ["churn", "2000", d],
-                    [0, 1],
-                    {"kind": "sequential", "work_ms": 2.0, "repeat": 1000000},
-                ),
-                spinner("spin", [0, 1]),
-            ],
-            [
-                Metric(
-                    "new tasks per second", "/s", _rate(["children"], "wakeups"), ("rel", 0.2, 0)
-                ),
+                CHURN_RATE,
                 Metric("new-task wake-up latency p50", "ms", _pct("children", 50), LATENCY),
                 Metric("new-task wake-up latency p99", "ms", _pct("children", 99), LATENCY),
             ],
@@ -338,6 +442,8 @@ def _scenario(exp: Experiment, probe_slice: bool = False) -> dict[str, Any]:
         if p.slice_us is not None:
             prog["slice_ms"] = p.slice_us / 1000.0
         programs.append(prog)
+        for h in p.sim_helpers:
+            programs.append({**h, "affinity": list(p.cpus)})
     if probe_slice:
         programs = [{"name": "probe", "kind": "sequential", "work_ms": 1.0, "slice_ms": 0.1}]
     return {
@@ -354,15 +460,93 @@ def _scenario(exp: Experiment, probe_slice: bool = False) -> dict[str, Any]:
     }
 
 
-def simulate(exp: Experiment, slice_ok: bool | None = None) -> dict[str, float] | None:
-    """The experiment's metrics in the simulator (None if it cannot express it)."""
+@dataclass
+class Outside:
+    """Activity outside an experiment as its real runs show it: how often
+    tasks that are not the experiment's preempt the ``outside_of`` roles
+    (per second of the window, median of the runs) and how long they then
+    keep the CPU before an experiment task runs again (median, ms)."""
+
+    rate_per_s: float
+    run_ms: float
+    cpus: list[int]
+
+
+#: Relative jitter of the simulated outside activity's sleeps and runs
+#: (uniform), so that its arrivals do not lock to the experiment's period.
+OUTSIDE_JITTER = 0.9
+
+
+def outside_activity(exp: Experiment, runs: Sequence[RealRun]) -> Outside | None:
+    """What preempts ``exp.outside_of`` in the real ``runs`` from outside the
+    experiment (None if the experiment measures none). A quantity of its own,
+    not one of the rows: it is read from the roles' run intervals, which end
+    by preemption and are followed on their CPU by a task that is not the
+    experiment's."""
+    if not exp.outside_of:
+        return None
+    rates: list[float] = []
+    lengths: list[float] = []
+    for k, run in enumerate(runs):
+        data = tracefs.convert(tracefs.parse(run.text, f"{exp.name}#{k + 1}"))
+        ours: set[int] = set()
+        watched: set[int] = set()
+        for role, pid in run.pids.items():
+            ids = {data.task_of(x) for x in data.descendants([pid])} - {None}
+            ours |= {int(i) for i in ids if i is not None}
+            if role in exp.outside_of:
+                watched |= {int(i) for i in ids if i is not None}
+        t0 = round(run.start_s * 1e9) - data.t0_ns
+        lo, hi = t0 + int(WINDOW_S[0] * 1e9), t0 + int(WINDOW_S[1] * 1e9)
+        iv = tracefs.run_intervals(data.events).sort_values(["cpu", "start_ns"], kind="stable")
+        n = 0
+        for _, per_cpu in iv.groupby("cpu", sort=True):
+            rows = per_cpu.to_dict("records")
+            for i, r in enumerate(rows):
+                if r["task"] not in watched or r["end"] != "preempt":
+                    continue
+                if not lo <= r["end_ns"] < hi or i + 1 >= len(rows):
+                    continue
+                if rows[i + 1]["task"] in ours:
+                    continue
+                back = next((x["start_ns"] for x in rows[i + 1 :] if x["task"] in ours), None)
+                if back is None:
+                    continue
+                n += 1
+                lengths.append((back - r["end_ns"]) / 1e6)
+        rates.append(n / (WINDOW_S[1] - WINDOW_S[0]))
+    if not lengths:
+        return None
+    cpus = sorted({c for p in exp.procs if p.role in exp.outside_of for c in p.cpus})
+    return Outside(float(np.median(rates)), float(np.median(lengths)), cpus)
+
+
+def simulate(
+    exp: Experiment, slice_ok: bool | None = None, outside: Outside | None = None
+) -> dict[str, float] | None:
+    """The experiment's metrics in the simulator (None if it cannot express
+    it); ``outside``: replay that activity as a program of its own."""
     import hetsched
 
     if slice_ok is None:
         slice_ok = slice_supported()
     if any(p.slice_us is not None for p in exp.procs) and not slice_ok:
         return None
-    res = hetsched.run(_scenario(exp), trace=True)
+    scn = _scenario(exp)
+    if outside is not None and outside.rate_per_s > 0:
+        cycle = 1000.0 / outside.rate_per_s
+        run = min(outside.run_ms, cycle / 2)
+        scn["workload"]["programs"].append(
+            {
+                "name": "outside",
+                "kind": "phases",
+                "loops": 1000000,
+                "jitter": OUTSIDE_JITTER,
+                "affinity": outside.cpus,
+                "phases": [{"sleep_ms": cycle - run}, {"compute_ms": run}],
+            }
+        )
+    res = hetsched.run(scn, trace=True)
     roles: dict[str, list[int]] = {}
     for r in res.tasks.to_dict("records"):
         roles.setdefault(str(r["program"]), []).append(int(r["task"]))
@@ -732,8 +916,14 @@ def _run_suite(
                 runs.append(run_real(exp))
             live[exp.name] = runs
         real = [real_metrics(exp, r, f"{exp.name}#{k + 1}") for k, r in enumerate(runs)]
+        outside = outside_activity(exp, runs)
+        if outside is not None:
+            log(
+                f"{exp.name}: outside activity {outside.rate_per_s:.1f}/s, "
+                f"{outside.run_ms:.3f} ms each (real runs)"
+            )
         log(f"{exp.name}: simulating with {SIM_POLICY}")
-        rows += compare(exp, real, simulate(exp, slice_ok))
+        rows += compare(exp, real, simulate(exp, slice_ok, outside))
     if any(e.name == "periodic-slice" for e in chosen) and any(
         e.name == "periodic" for e in chosen
     ):
