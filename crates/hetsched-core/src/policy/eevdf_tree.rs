@@ -41,11 +41,35 @@ pub const SMALL_MAX: usize = 64;
 /// A treap smaller than this turns back into a vector.
 pub const SMALL_BACK: usize = 24;
 
+/// One entity of the short form: its key's fields and its vruntime.
+#[derive(Clone, Copy, Debug)]
+pub struct Ent {
+    d: i64,
+    seq: u64,
+    v: i64,
+    t: TaskId,
+}
+
+impl Ent {
+    #[inline]
+    fn key(&self) -> Key {
+        (self.d, self.seq, self.t)
+    }
+
+    /// Whether this entity's key is below `(d, seq)`. Queued orders are
+    /// unique within a queue (the caller numbers every insertion), so
+    /// `(deadline, queued order)` decides the key order alone.
+    #[inline]
+    fn below(&self, d: i64, seq: u64) -> bool {
+        self.d < d || (self.d == d && self.seq < seq)
+    }
+}
+
 /// Deadline-ordered entities: a sorted vector while short, a treap when long.
 #[derive(Clone, Debug)]
 pub enum EligTree {
     /// Ascending key order, with each entity's vruntime.
-    Small(Vec<(Key, i64)>),
+    Small(Vec<Ent>),
     /// The augmented treap.
     Big(Treap),
 }
@@ -71,13 +95,22 @@ impl EligTree {
     pub fn insert(&mut self, key: Key, v: i64) {
         match self {
             EligTree::Small(vec) => {
-                let at = vec.partition_point(|e| e.0 < key);
-                debug_assert!(vec.get(at).map(|e| e.0) != Some(key), "duplicate key");
-                vec.insert(at, (key, v));
+                let (d, seq) = (key.0, key.1);
+                let at = vec.partition_point(|e| e.below(d, seq));
+                debug_assert!(
+                    vec.get(at).is_none_or(|e| e.seq != seq),
+                    "queued order {seq} twice"
+                );
+                let e = Ent { d, seq, v, t: key.2 };
+                if at == vec.len() {
+                    vec.push(e);
+                } else {
+                    vec.insert(at, e);
+                }
                 if vec.len() > SMALL_MAX {
                     let mut t = Treap::default();
-                    for &(k, x) in vec.iter() {
-                        t.insert(k, x);
+                    for e in vec.iter() {
+                        t.insert(e.key(), e.v);
                     }
                     *self = EligTree::Big(t);
                 }
@@ -90,17 +123,24 @@ impl EligTree {
     #[inline]
     pub fn remove(&mut self, key: &Key) -> bool {
         match self {
-            EligTree::Small(vec) => match vec.binary_search_by(|e| e.0.cmp(key)) {
-                Ok(i) => {
-                    vec.remove(i);
-                    true
+            EligTree::Small(vec) => {
+                let (d, seq) = (key.0, key.1);
+                let at = vec.partition_point(|e| e.below(d, seq));
+                match vec.get(at) {
+                    Some(e) if e.d == d && e.seq == seq && e.t == key.2 => {
+                        vec.remove(at);
+                        true
+                    }
+                    _ => false,
                 }
-                Err(_) => false,
-            },
+            }
             EligTree::Big(t) => {
                 let found = t.remove(key);
                 if t.len < SMALL_BACK {
-                    let v: Vec<(Key, i64)> = t.entries().collect();
+                    let v: Vec<Ent> = t
+                        .entries()
+                        .map(|((d, seq, t), v)| Ent { d, seq, v, t })
+                        .collect();
                     *self = EligTree::Small(v);
                 }
                 found
@@ -112,7 +152,7 @@ impl EligTree {
     #[inline]
     pub fn first(&self) -> Option<Key> {
         match self {
-            EligTree::Small(v) => v.first().map(|e| e.0),
+            EligTree::Small(v) => v.first().map(Ent::key),
             EligTree::Big(t) => t.first(),
         }
     }
@@ -123,7 +163,7 @@ impl EligTree {
     #[inline]
     pub fn first_eligible(&self, eligible: impl Fn(i64) -> bool) -> Option<Key> {
         match self {
-            EligTree::Small(v) => v.iter().find(|e| eligible(e.1)).map(|e| e.0),
+            EligTree::Small(v) => v.iter().find(|e| eligible(e.v)).map(Ent::key),
             EligTree::Big(t) => t.first_eligible(eligible),
         }
     }
@@ -131,7 +171,7 @@ impl EligTree {
     /// The keys in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = Key> + '_ {
         let (small, big) = match self {
-            EligTree::Small(v) => (Some(v.iter().map(|e| e.0)), None),
+            EligTree::Small(v) => (Some(v.iter().map(Ent::key)), None),
             EligTree::Big(t) => (None, Some(t.entries().map(|e| e.0))),
         };
         small.into_iter().flatten().chain(big.into_iter().flatten())
