@@ -41,42 +41,123 @@ pub const SMALL_MAX: usize = 64;
 /// A treap smaller than this turns back into a vector.
 pub const SMALL_BACK: usize = 24;
 
-/// One entity of the short form: its key's fields and its vruntime.
+/// One entity of the short form: its key, packed, and its vruntime.
 #[derive(Clone, Copy, Debug)]
 pub struct Ent {
-    d: i64,
-    seq: u64,
+    /// `(deadline, queued order)` as one number of the same order: the
+    /// deadline with its sign bit flipped in the high half, the queued order
+    /// in the low half. Queued orders are unique within a queue (the caller
+    /// numbers every insertion), so this decides the key order alone.
+    k: u128,
     v: i64,
     t: TaskId,
 }
 
+/// The packed `(deadline, queued order)` of [`Ent::k`].
+#[inline]
+fn pack(d: i64, seq: u64) -> u128 {
+    (((d as u64) ^ (1 << 63)) as u128) << 64 | seq as u128
+}
+
 impl Ent {
     #[inline]
-    fn key(&self) -> Key {
-        (self.d, self.seq, self.t)
+    fn new(key: Key, v: i64) -> Ent {
+        Ent {
+            k: pack(key.0, key.1),
+            v,
+            t: key.2,
+        }
     }
 
-    /// Whether this entity's key is below `(d, seq)`. Queued orders are
-    /// unique within a queue (the caller numbers every insertion), so
-    /// `(deadline, queued order)` decides the key order alone.
     #[inline]
-    fn below(&self, d: i64, seq: u64) -> bool {
-        self.d < d || (self.d == d && self.seq < seq)
+    fn key(&self) -> Key {
+        let d = (((self.k >> 64) as u64) ^ (1 << 63)) as i64;
+        (d, self.k as u64, self.t)
     }
 }
+
+/// The short form: entities in ascending key order in `buf[head..]`. An
+/// insertion or a removal shifts the shorter side of the entry: the part
+/// before it (into the free room before `head`) or the part after it, so
+/// that a queue whose picks leave from the front and whose arrivals join at
+/// the back moves few entries.
+#[derive(Clone, Debug, Default)]
+pub struct Flat {
+    buf: Vec<Ent>,
+    head: usize,
+}
+
+impl Flat {
+    /// The entities, in order.
+    #[inline]
+    fn ents(&self) -> &[Ent] {
+        &self.buf[self.head..]
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.buf.len() - self.head
+    }
+
+    /// Put `e` at position `at` (of [`Flat::ents`]).
+    #[inline]
+    fn insert_at(&mut self, at: usize, e: Ent) {
+        let n = self.len();
+        if at == n {
+            self.buf.push(e);
+        } else if self.head > 0 && at < n - at {
+            // The `at` entries before it move one place towards the front.
+            let h = self.head;
+            self.buf.copy_within(h..h + at, h - 1);
+            self.head = h - 1;
+            self.buf[h - 1 + at] = e;
+        } else {
+            self.buf.insert(self.head + at, e);
+        }
+    }
+
+    /// Take out the entry at position `at`.
+    #[inline]
+    fn remove_at(&mut self, at: usize) {
+        let n = self.len();
+        let h = self.head;
+        if at + 1 == n {
+            self.buf.pop();
+        } else if at < n - 1 - at {
+            // The `at` entries before it move one place towards the back.
+            self.buf.copy_within(h..h + at, h + 1);
+            self.head = h + 1;
+        } else {
+            self.buf.remove(h + at);
+        }
+        let n = n - 1;
+        if n == 0 {
+            self.buf.clear();
+            self.head = 0;
+        } else if self.head > n.max(SMALL_ROOM) {
+            // More free room before the entries than entries: close it.
+            self.buf.drain(..self.head);
+            self.head = 0;
+        }
+    }
+}
+
+/// Free room before a [`Flat`]'s entries that is kept even when it exceeds
+/// their number (closing it costs a move of them all).
+const SMALL_ROOM: usize = 16;
 
 /// Deadline-ordered entities: a sorted vector while short, a treap when long.
 #[derive(Clone, Debug)]
 pub enum EligTree {
     /// Ascending key order, with each entity's vruntime.
-    Small(Vec<Ent>),
+    Small(Flat),
     /// The augmented treap.
     Big(Treap),
 }
 
 impl Default for EligTree {
     fn default() -> Self {
-        EligTree::Small(Vec::new())
+        EligTree::Small(Flat::default())
     }
 }
 
@@ -85,7 +166,7 @@ impl EligTree {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         match self {
-            EligTree::Small(v) => v.len(),
+            EligTree::Small(q) => q.len(),
             EligTree::Big(t) => t.len,
         }
     }
@@ -94,22 +175,18 @@ impl EligTree {
     #[inline]
     pub fn insert(&mut self, key: Key, v: i64) {
         match self {
-            EligTree::Small(vec) => {
-                let (d, seq) = (key.0, key.1);
-                let at = vec.partition_point(|e| e.below(d, seq));
+            EligTree::Small(q) => {
+                let e = Ent::new(key, v);
+                let at = q.ents().partition_point(|x| x.k < e.k);
                 debug_assert!(
-                    vec.get(at).is_none_or(|e| e.seq != seq),
-                    "queued order {seq} twice"
+                    q.ents().iter().all(|x| x.k as u64 != key.1),
+                    "queued order {} twice",
+                    key.1
                 );
-                let e = Ent { d, seq, v, t: key.2 };
-                if at == vec.len() {
-                    vec.push(e);
-                } else {
-                    vec.insert(at, e);
-                }
-                if vec.len() > SMALL_MAX {
+                q.insert_at(at, e);
+                if q.len() > SMALL_MAX {
                     let mut t = Treap::default();
-                    for e in vec.iter() {
+                    for e in q.ents() {
                         t.insert(e.key(), e.v);
                     }
                     *self = EligTree::Big(t);
@@ -123,12 +200,13 @@ impl EligTree {
     #[inline]
     pub fn remove(&mut self, key: &Key) -> bool {
         match self {
-            EligTree::Small(vec) => {
-                let (d, seq) = (key.0, key.1);
-                let at = vec.partition_point(|e| e.below(d, seq));
-                match vec.get(at) {
-                    Some(e) if e.d == d && e.seq == seq && e.t == key.2 => {
-                        vec.remove(at);
+            EligTree::Small(q) => {
+                // A scan from the front: the entities that leave (picked,
+                // or delayed ones becoming eligible) are mostly near it.
+                let k = pack(key.0, key.1);
+                match q.ents().iter().position(|e| e.k == k) {
+                    Some(at) if q.ents()[at].t == key.2 => {
+                        q.remove_at(at);
                         true
                     }
                     _ => false,
@@ -137,11 +215,11 @@ impl EligTree {
             EligTree::Big(t) => {
                 let found = t.remove(key);
                 if t.len < SMALL_BACK {
-                    let v: Vec<Ent> = t
+                    let buf: Vec<Ent> = t
                         .entries()
-                        .map(|((d, seq, t), v)| Ent { d, seq, v, t })
+                        .map(|(key, v)| Ent::new(key, v))
                         .collect();
-                    *self = EligTree::Small(v);
+                    *self = EligTree::Small(Flat { buf, head: 0 });
                 }
                 found
             }
@@ -152,7 +230,7 @@ impl EligTree {
     #[inline]
     pub fn first(&self) -> Option<Key> {
         match self {
-            EligTree::Small(v) => v.first().map(Ent::key),
+            EligTree::Small(q) => q.ents().first().map(Ent::key),
             EligTree::Big(t) => t.first(),
         }
     }
@@ -163,7 +241,7 @@ impl EligTree {
     #[inline]
     pub fn first_eligible(&self, eligible: impl Fn(i64) -> bool) -> Option<Key> {
         match self {
-            EligTree::Small(v) => v.iter().find(|e| eligible(e.v)).map(Ent::key),
+            EligTree::Small(q) => q.ents().iter().find(|e| eligible(e.v)).map(Ent::key),
             EligTree::Big(t) => t.first_eligible(eligible),
         }
     }
@@ -171,7 +249,7 @@ impl EligTree {
     /// The keys in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = Key> + '_ {
         let (small, big) = match self {
-            EligTree::Small(v) => (Some(v.iter().map(Ent::key)), None),
+            EligTree::Small(q) => (Some(q.ents().iter().map(Ent::key)), None),
             EligTree::Big(t) => (None, Some(t.entries().map(|e| e.0))),
         };
         small.into_iter().flatten().chain(big.into_iter().flatten())
