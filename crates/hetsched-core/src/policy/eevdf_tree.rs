@@ -360,24 +360,76 @@ impl Treap {
                 (self.nodes.len() - 1) as u32
             }
         };
-        let (a, b) = self.split(self.root, &key, false);
-        let a = self.merge(a, n);
-        self.root = self.merge(a, b);
+        self.root = self.insert_at(self.root, n);
         self.len += 1;
+    }
+
+    /// Put node `n` into subtree `t`; the subtree's new root. Down the
+    /// search path to where `n`'s priority belongs, then one split of the
+    /// subtree found there (rather than a split and two merges of the whole
+    /// tree).
+    fn insert_at(&mut self, t: u32, n: u32) -> u32 {
+        if t == NIL {
+            return n;
+        }
+        let key = self.nodes[n as usize].key;
+        if self.nodes[n as usize].prio > self.nodes[t as usize].prio {
+            let (a, b) = self.split(t, &key, false);
+            self.nodes[n as usize].l = a;
+            self.nodes[n as usize].r = b;
+            self.pull(n);
+            return n;
+        }
+        if key < self.nodes[t as usize].key {
+            let l = self.insert_at(self.nodes[t as usize].l, n);
+            self.nodes[t as usize].l = l;
+        } else {
+            let r = self.insert_at(self.nodes[t as usize].r, n);
+            self.nodes[t as usize].r = r;
+        }
+        // Only `n`'s vruntime joined this subtree.
+        let v = self.nodes[n as usize].v;
+        let m = &mut self.nodes[t as usize].min_v;
+        *m = (*m).min(v);
+        t
     }
 
     /// Remove `key`; whether it was queued.
     pub fn remove(&mut self, key: &Key) -> bool {
-        let (a, b) = self.split(self.root, key, false);
-        let (mid, c) = self.split(b, key, true);
-        let found = mid != NIL;
+        let (root, found) = self.remove_at(self.root, key);
+        self.root = root;
         if found {
-            debug_assert!(self.nodes[mid as usize].l == NIL && self.nodes[mid as usize].r == NIL);
-            self.free.push(mid);
             self.len -= 1;
         }
-        self.root = self.merge(a, c);
         found
+    }
+
+    /// Take `key` out of subtree `t`: down the search path, then the node's
+    /// two subtrees merged in its place. The subtree's new root, and whether
+    /// the key was there.
+    fn remove_at(&mut self, t: u32, key: &Key) -> (u32, bool) {
+        if t == NIL {
+            return (NIL, false);
+        }
+        let (l, r) = (self.nodes[t as usize].l, self.nodes[t as usize].r);
+        let k = self.nodes[t as usize].key;
+        if *key == k {
+            self.free.push(t);
+            return (self.merge(l, r), true);
+        }
+        let found = if *key < k {
+            let (l, found) = self.remove_at(l, key);
+            self.nodes[t as usize].l = l;
+            found
+        } else {
+            let (r, found) = self.remove_at(r, key);
+            self.nodes[t as usize].r = r;
+            found
+        };
+        if found {
+            self.pull(t);
+        }
+        (t, found)
     }
 
     /// The smallest key.
