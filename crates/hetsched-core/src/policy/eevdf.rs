@@ -675,10 +675,7 @@ impl Eevdf {
                 return Some(c);
             }
         }
-        let best = rq
-            .tree
-            .first_eligible(|v| v <= vmax)
-            .map(|e| e.2);
+        let best = rq.tree.first_eligible(|v| v <= vmax).map(|e| e.2);
         match (best, curr) {
             // The running entity (not in the tree) wins only with a strictly
             // earlier deadline; one put back in the tree was ordered by the

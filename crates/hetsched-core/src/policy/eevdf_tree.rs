@@ -215,10 +215,7 @@ impl EligTree {
             EligTree::Big(t) => {
                 let found = t.remove(key);
                 if t.len < SMALL_BACK {
-                    let buf: Vec<Ent> = t
-                        .entries()
-                        .map(|(key, v)| Ent::new(key, v))
-                        .collect();
+                    let buf: Vec<Ent> = t.entries().map(|(key, v)| Ent::new(key, v)).collect();
                     *self = EligTree::Small(Flat { buf, head: 0 });
                 }
                 found
