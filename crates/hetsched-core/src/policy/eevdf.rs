@@ -77,7 +77,7 @@
 use super::fair::cap::CapAware;
 use super::fair::{self, calc_delta_fair, Balancer, FairQueues};
 #[path = "eevdf_tree.rs"]
-mod tree;
+pub mod tree;
 use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
 use crate::hw::{CpuId, Machine};
 use crate::os::{TaskId, TaskState};
@@ -298,14 +298,32 @@ pub struct Eevdf {
 }
 
 /// `⌊a / b⌋` for `b > 0` (the kernel's `avg -= load - 1` before `div_s64`).
+/// In 64 bits when both fit (one machine division instead of the 128-bit
+/// routine; the same quotient).
 #[inline]
 fn floor_div(a: i128, b: i128) -> i128 {
+    if let (Ok(a), Ok(b)) = (i64::try_from(a), i64::try_from(b)) {
+        let q = a / b;
+        return if (a % b != 0) && (a < 0) { q - 1 } else { q } as i128;
+    }
     let q = a / b;
     if (a % b != 0) && (a < 0) {
         q - 1
     } else {
         q
     }
+}
+
+/// `x × num / den` truncated toward zero (`div_s64`), `den > 0`: in 64 bits
+/// when the operands and the product fit (the same result), else in 128.
+#[inline]
+fn trunc_scale(x: i64, num: i128, den: i128) -> i64 {
+    if let (Ok(n), Ok(d)) = (i64::try_from(num), i64::try_from(den)) {
+        if let Some(p) = x.checked_mul(n) {
+            return p / d;
+        }
+    }
+    (x as i128 * num / den) as i64
 }
 
 /// `calc_delta_fair` of a signed virtual amount.
@@ -480,7 +498,7 @@ impl Eevdf {
         if f.place_lag && nr > 0 && se.vlag != 0 {
             let load = load.max(1);
             // div_s64 truncates toward zero.
-            lag = (se.vlag as i128 * (load + se.weight as i128) / load) as i64;
+            lag = trunc_scale(se.vlag, load + se.weight as i128, load);
         }
         se.vruntime = v_avg - lag;
         if se.rel_deadline {
@@ -638,22 +656,26 @@ impl Eevdf {
     /// queue and `curr` (the running one, or the one just put back).
     fn pick_eevdf(&self, cpu: CpuId, curr: Option<TaskId>) -> Option<TaskId> {
         let rq = &self.rqs[cpu];
-        let first = rq.tree.first().map(|e| e.2);
         if rq.nr_running == 1 {
-            return rq.curr.or(first);
+            return rq.curr.or_else(|| rq.tree.first().map(|e| e.2));
         }
+        // Eligible: `Σ wᵢvᵢ ≥ v Σ wᵢ`, that is `v ≤ ⌊Σ wᵢvᵢ / Σ wᵢ⌋` for
+        // integer `v` (every `v` when the queue is empty): one division,
+        // then a comparison per entity.
         let (sum, load) = self.sums(cpu);
-        let eligible = |t: TaskId| sum >= self.se[t].vruntime as i128 * load;
+        let vmax = if load == 0 {
+            i64::MAX
+        } else {
+            floor_div(sum, load) as i64
+        };
+        let eligible = |t: TaskId| self.se[t].vruntime <= vmax;
         let curr = curr.filter(|&c| eligible(c));
         if let Some(c) = curr {
             if self.f.run_to_parity && self.se[c].protected {
                 return Some(c);
             }
         }
-        let best = rq
-            .tree
-            .first_eligible(|v| sum >= v as i128 * load)
-            .map(|e| e.2);
+        let best = rq.tree.first_eligible(|v| v <= vmax).map(|e| e.2);
         match (best, curr) {
             // The running entity (not in the tree) wins only with a strictly
             // earlier deadline; one put back in the tree was ordered by the

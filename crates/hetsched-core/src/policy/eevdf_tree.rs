@@ -41,18 +41,123 @@ pub const SMALL_MAX: usize = 64;
 /// A treap smaller than this turns back into a vector.
 pub const SMALL_BACK: usize = 24;
 
+/// One entity of the short form: its key, packed, and its vruntime.
+#[derive(Clone, Copy, Debug)]
+pub struct Ent {
+    /// `(deadline, queued order)` as one number of the same order: the
+    /// deadline with its sign bit flipped in the high half, the queued order
+    /// in the low half. Queued orders are unique within a queue (the caller
+    /// numbers every insertion), so this decides the key order alone.
+    k: u128,
+    v: i64,
+    t: TaskId,
+}
+
+/// The packed `(deadline, queued order)` of [`Ent::k`].
+#[inline]
+fn pack(d: i64, seq: u64) -> u128 {
+    (((d as u64) ^ (1 << 63)) as u128) << 64 | seq as u128
+}
+
+impl Ent {
+    #[inline]
+    fn new(key: Key, v: i64) -> Ent {
+        Ent {
+            k: pack(key.0, key.1),
+            v,
+            t: key.2,
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> Key {
+        let d = (((self.k >> 64) as u64) ^ (1 << 63)) as i64;
+        (d, self.k as u64, self.t)
+    }
+}
+
+/// The short form: entities in ascending key order in `buf[head..]`. An
+/// insertion or a removal shifts the shorter side of the entry: the part
+/// before it (into the free room before `head`) or the part after it, so
+/// that a queue whose picks leave from the front and whose arrivals join at
+/// the back moves few entries.
+#[derive(Clone, Debug, Default)]
+pub struct Flat {
+    buf: Vec<Ent>,
+    head: usize,
+}
+
+impl Flat {
+    /// The entities, in order.
+    #[inline]
+    fn ents(&self) -> &[Ent] {
+        &self.buf[self.head..]
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.buf.len() - self.head
+    }
+
+    /// Put `e` at position `at` (of [`Flat::ents`]).
+    #[inline]
+    fn insert_at(&mut self, at: usize, e: Ent) {
+        let n = self.len();
+        if at == n {
+            self.buf.push(e);
+        } else if self.head > 0 && at < n - at {
+            // The `at` entries before it move one place towards the front.
+            let h = self.head;
+            self.buf.copy_within(h..h + at, h - 1);
+            self.head = h - 1;
+            self.buf[h - 1 + at] = e;
+        } else {
+            self.buf.insert(self.head + at, e);
+        }
+    }
+
+    /// Take out the entry at position `at`.
+    #[inline]
+    fn remove_at(&mut self, at: usize) {
+        let n = self.len();
+        let h = self.head;
+        if at + 1 == n {
+            self.buf.pop();
+        } else if at < n - 1 - at {
+            // The `at` entries before it move one place towards the back.
+            self.buf.copy_within(h..h + at, h + 1);
+            self.head = h + 1;
+        } else {
+            self.buf.remove(h + at);
+        }
+        let n = n - 1;
+        if n == 0 {
+            self.buf.clear();
+            self.head = 0;
+        } else if self.head > n.max(SMALL_ROOM) {
+            // More free room before the entries than entries: close it.
+            self.buf.drain(..self.head);
+            self.head = 0;
+        }
+    }
+}
+
+/// Free room before a [`Flat`]'s entries that is kept even when it exceeds
+/// their number (closing it costs a move of them all).
+const SMALL_ROOM: usize = 16;
+
 /// Deadline-ordered entities: a sorted vector while short, a treap when long.
 #[derive(Clone, Debug)]
 pub enum EligTree {
     /// Ascending key order, with each entity's vruntime.
-    Small(Vec<(Key, i64)>),
+    Small(Flat),
     /// The augmented treap.
     Big(Treap),
 }
 
 impl Default for EligTree {
     fn default() -> Self {
-        EligTree::Small(Vec::new())
+        EligTree::Small(Flat::default())
     }
 }
 
@@ -61,7 +166,7 @@ impl EligTree {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         match self {
-            EligTree::Small(v) => v.len(),
+            EligTree::Small(q) => q.len(),
             EligTree::Big(t) => t.len,
         }
     }
@@ -70,14 +175,19 @@ impl EligTree {
     #[inline]
     pub fn insert(&mut self, key: Key, v: i64) {
         match self {
-            EligTree::Small(vec) => {
-                let at = vec.partition_point(|e| e.0 < key);
-                debug_assert!(vec.get(at).map(|e| e.0) != Some(key), "duplicate key");
-                vec.insert(at, (key, v));
-                if vec.len() > SMALL_MAX {
+            EligTree::Small(q) => {
+                let e = Ent::new(key, v);
+                let at = q.ents().partition_point(|x| x.k < e.k);
+                debug_assert!(
+                    q.ents().iter().all(|x| x.k as u64 != key.1),
+                    "queued order {} twice",
+                    key.1
+                );
+                q.insert_at(at, e);
+                if q.len() > SMALL_MAX {
                     let mut t = Treap::default();
-                    for &(k, x) in vec.iter() {
-                        t.insert(k, x);
+                    for e in q.ents() {
+                        t.insert(e.key(), e.v);
                     }
                     *self = EligTree::Big(t);
                 }
@@ -90,18 +200,23 @@ impl EligTree {
     #[inline]
     pub fn remove(&mut self, key: &Key) -> bool {
         match self {
-            EligTree::Small(vec) => match vec.binary_search_by(|e| e.0.cmp(key)) {
-                Ok(i) => {
-                    vec.remove(i);
-                    true
+            EligTree::Small(q) => {
+                // A scan from the front: the entities that leave (picked,
+                // or delayed ones becoming eligible) are mostly near it.
+                let k = pack(key.0, key.1);
+                match q.ents().iter().position(|e| e.k == k) {
+                    Some(at) if q.ents()[at].t == key.2 => {
+                        q.remove_at(at);
+                        true
+                    }
+                    _ => false,
                 }
-                Err(_) => false,
-            },
+            }
             EligTree::Big(t) => {
                 let found = t.remove(key);
                 if t.len < SMALL_BACK {
-                    let v: Vec<(Key, i64)> = t.entries().collect();
-                    *self = EligTree::Small(v);
+                    let buf: Vec<Ent> = t.entries().map(|(key, v)| Ent::new(key, v)).collect();
+                    *self = EligTree::Small(Flat { buf, head: 0 });
                 }
                 found
             }
@@ -112,7 +227,7 @@ impl EligTree {
     #[inline]
     pub fn first(&self) -> Option<Key> {
         match self {
-            EligTree::Small(v) => v.first().map(|e| e.0),
+            EligTree::Small(q) => q.ents().first().map(Ent::key),
             EligTree::Big(t) => t.first(),
         }
     }
@@ -123,7 +238,7 @@ impl EligTree {
     #[inline]
     pub fn first_eligible(&self, eligible: impl Fn(i64) -> bool) -> Option<Key> {
         match self {
-            EligTree::Small(v) => v.iter().find(|e| eligible(e.1)).map(|e| e.0),
+            EligTree::Small(q) => q.ents().iter().find(|e| eligible(e.v)).map(Ent::key),
             EligTree::Big(t) => t.first_eligible(eligible),
         }
     }
@@ -131,7 +246,7 @@ impl EligTree {
     /// The keys in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = Key> + '_ {
         let (small, big) = match self {
-            EligTree::Small(v) => (Some(v.iter().map(|e| e.0)), None),
+            EligTree::Small(q) => (Some(q.ents().iter().map(Ent::key)), None),
             EligTree::Big(t) => (None, Some(t.entries().map(|e| e.0))),
         };
         small.into_iter().flatten().chain(big.into_iter().flatten())
@@ -242,24 +357,76 @@ impl Treap {
                 (self.nodes.len() - 1) as u32
             }
         };
-        let (a, b) = self.split(self.root, &key, false);
-        let a = self.merge(a, n);
-        self.root = self.merge(a, b);
+        self.root = self.insert_at(self.root, n);
         self.len += 1;
+    }
+
+    /// Put node `n` into subtree `t`; the subtree's new root. Down the
+    /// search path to where `n`'s priority belongs, then one split of the
+    /// subtree found there (rather than a split and two merges of the whole
+    /// tree).
+    fn insert_at(&mut self, t: u32, n: u32) -> u32 {
+        if t == NIL {
+            return n;
+        }
+        let key = self.nodes[n as usize].key;
+        if self.nodes[n as usize].prio > self.nodes[t as usize].prio {
+            let (a, b) = self.split(t, &key, false);
+            self.nodes[n as usize].l = a;
+            self.nodes[n as usize].r = b;
+            self.pull(n);
+            return n;
+        }
+        if key < self.nodes[t as usize].key {
+            let l = self.insert_at(self.nodes[t as usize].l, n);
+            self.nodes[t as usize].l = l;
+        } else {
+            let r = self.insert_at(self.nodes[t as usize].r, n);
+            self.nodes[t as usize].r = r;
+        }
+        // Only `n`'s vruntime joined this subtree.
+        let v = self.nodes[n as usize].v;
+        let m = &mut self.nodes[t as usize].min_v;
+        *m = (*m).min(v);
+        t
     }
 
     /// Remove `key`; whether it was queued.
     pub fn remove(&mut self, key: &Key) -> bool {
-        let (a, b) = self.split(self.root, key, false);
-        let (mid, c) = self.split(b, key, true);
-        let found = mid != NIL;
+        let (root, found) = self.remove_at(self.root, key);
+        self.root = root;
         if found {
-            debug_assert!(self.nodes[mid as usize].l == NIL && self.nodes[mid as usize].r == NIL);
-            self.free.push(mid);
             self.len -= 1;
         }
-        self.root = self.merge(a, c);
         found
+    }
+
+    /// Take `key` out of subtree `t`: down the search path, then the node's
+    /// two subtrees merged in its place. The subtree's new root, and whether
+    /// the key was there.
+    fn remove_at(&mut self, t: u32, key: &Key) -> (u32, bool) {
+        if t == NIL {
+            return (NIL, false);
+        }
+        let (l, r) = (self.nodes[t as usize].l, self.nodes[t as usize].r);
+        let k = self.nodes[t as usize].key;
+        if *key == k {
+            self.free.push(t);
+            return (self.merge(l, r), true);
+        }
+        let found = if *key < k {
+            let (l, found) = self.remove_at(l, key);
+            self.nodes[t as usize].l = l;
+            found
+        } else {
+            let (r, found) = self.remove_at(r, key);
+            self.nodes[t as usize].r = r;
+            found
+        };
+        if found {
+            self.pull(t);
+        }
+        (t, found)
     }
 
     /// The smallest key.
