@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import hetsched
+from childenv import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,12 +44,6 @@ phases = [{ barrier = true }]
 """
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT / "python")
-    return env
-
-
 #: Printed by the child once its imports are done, so that the signal lands
 #: in the run and not in a slow import on a loaded machine.
 READY = "ready"
@@ -60,7 +55,7 @@ def _interrupt(args: list[str], delay_s: float = 1.0) -> tuple[int, float, str]:
     exit, stderr after ``READY``)."""
     proc = subprocess.Popen(
         args,
-        env=_env(),
+        env=child_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -184,7 +179,7 @@ def _interrupt_at_line(args: list[str], line: str) -> tuple[int, float, float, s
     signal whatever else loads the machine; the wall time grows with the load."""
     proc = subprocess.Popen(
         args,
-        env=_env(),
+        env=child_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -349,8 +344,7 @@ def test_cli_exits_130_when_a_policy_callback_raises_keyboard_interrupt(tmp_path
     scn = tmp_path / "ki.toml"
     scn.write_text(POLICY_SCN)
     out = tmp_path / "out"
-    env = _env()
-    env["PYTHONPATH"] += os.pathsep + str(tmp_path)
+    env = child_env(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "hetsched", "run", str(scn), "--out", str(out)],
         env=env,

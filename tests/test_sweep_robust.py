@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 import hetsched
+from childenv import child_env
 from hetsched import cli, sweeps
 from hetsched._toml import toml_module
 
@@ -220,7 +221,7 @@ def test_killing_the_sweep_leaves_no_process_behind(tmp_path: Path) -> None:
     script = tmp_path / "slow.py"
     out = tmp_path / "out"
     script.write_text(SLOW_SWEEP.format(BASE=BASE, out=str(out)))
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    env = child_env()
     parent = subprocess.Popen([sys.executable, str(script)], env=env)
     try:
         deadline = time.monotonic() + 30
@@ -250,7 +251,7 @@ def test_ctrl_c_ends_a_local_sweep_at_once_and_stops_its_workers(tmp_path: Path)
     sweep_file.write_text(
         'base = "base.json"\n[set]\nduration_s = 60.0\n[grid]\nseed = [1, 2, 3, 4, 5, 6]\n'
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    env = child_env()
     cmd = [sys.executable, "-m", "hetsched", "sweep", str(sweep_file), "--workers", "2"]
     cmd += ["--out", str(tmp_path / "out"), "-q"]
     with (tmp_path / "err").open("w") as err:
@@ -296,7 +297,7 @@ def test_ctrl_c_keeps_the_runs_that_finished(tmp_path: Path) -> None:
         'base = "base.json"\n[grid]\nduration_s = [0.2, 0.3, 0.4, 0.5, 600.0, 700.0]\n'
     )
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    env = child_env()
     cmd = [sys.executable, "-m", "hetsched", "sweep", str(sweep_file), "--workers", "2"]
     cmd += ["--out", str(out), "-q"]
     with (tmp_path / "err").open("w") as err:
@@ -348,7 +349,7 @@ def test_the_getting_started_sweep_runs_as_a_plain_script(tmp_path: Path) -> Non
             """
         ).format(code=short)
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    env = child_env()
     done = subprocess.run(
         [sys.executable, str(script)],
         cwd=ROOT,
