@@ -49,11 +49,9 @@ phases = [{ barrier = true }]
 READY = "ready"
 
 
-def _interrupt(args: list[str], delay_s: float = 1.0) -> tuple[int, float, str]:
-    """Start ``args``, wait for it to print ``READY`` on stderr, send SIGINT
-    ``delay_s`` later; return (exit code, seconds from the signal to the
-    exit, stderr after ``READY``)."""
-    proc = subprocess.Popen(
+def _start(args: list[str]) -> subprocess.Popen[str]:
+    """Start ``args`` with its stderr piped (text) and its stdout dropped."""
+    return subprocess.Popen(
         args,
         env=child_env(),
         stdout=subprocess.DEVNULL,
@@ -62,6 +60,13 @@ def _interrupt(args: list[str], delay_s: float = 1.0) -> tuple[int, float, str]:
         # SIGINT handled normally even when the test runner ignores it.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def _interrupt(args: list[str], delay_s: float = 1.0) -> tuple[int, float, str]:
+    """Start ``args``, wait for it to print ``READY`` on stderr, send SIGINT
+    ``delay_s`` later; return (exit code, seconds from the signal to the
+    exit, stderr after ``READY``)."""
+    proc = _start(args)
     assert proc.stderr is not None
     first = proc.stderr.readline()
     assert first.strip() == READY, first + proc.stderr.read()
@@ -177,14 +182,7 @@ def _interrupt_at_line(args: list[str], line: str) -> tuple[int, float, float, s
     code, wall seconds and CPU seconds of the process from the signal to its
     exit, all of stderr). The CPU time is what the process did after the
     signal whatever else loads the machine; the wall time grows with the load."""
-    proc = subprocess.Popen(
-        args,
-        env=child_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    proc = _start(args)
     assert proc.stderr is not None
     seen: list[str] = []
     for text in proc.stderr:
