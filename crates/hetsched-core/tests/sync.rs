@@ -5,6 +5,7 @@ mod common;
 
 use common::{close, cpus, end_ms, err, go, phases, run_intervals};
 use hetsched_core::metrics::RunResults;
+use hetsched_core::trace::TraceEvent;
 
 /// `n` CPUs of capacity 1024 at 2 GHz (1 reference ms per ms), migrations
 /// free, no stop when done unless the programs all finish.
