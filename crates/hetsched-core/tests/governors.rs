@@ -11,7 +11,6 @@
 mod common;
 
 use common::{err, freqs, go, scn, MS};
-use hetsched_core::metrics::RunResults;
 use hetsched_core::trace::TraceEvent;
 
 /// One CPU with the P-states of the papers' AMD Opteron: 800, 1400, 2300 MHz.
