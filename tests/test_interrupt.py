@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import hetsched
+from childenv import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,30 +44,29 @@ phases = [{ barrier = true }]
 """
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT / "python")
-    return env
-
-
 #: Printed by the child once its imports are done, so that the signal lands
 #: in the run and not in a slow import on a loaded machine.
 READY = "ready"
 
 
-def _interrupt(args: list[str], delay_s: float = 1.0) -> tuple[int, float, str]:
-    """Start ``args``, wait for it to print ``READY`` on stderr, send SIGINT
-    ``delay_s`` later; return (exit code, seconds from the signal to the
-    exit, stderr after ``READY``)."""
-    proc = subprocess.Popen(
+def _start(args: list[str]) -> subprocess.Popen[str]:
+    """Start ``args`` with its stderr piped (text) and its stdout dropped."""
+    return subprocess.Popen(
         args,
-        env=_env(),
+        env=child_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         # SIGINT handled normally even when the test runner ignores it.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def _interrupt(args: list[str], delay_s: float = 1.0) -> tuple[int, float, str]:
+    """Start ``args``, wait for it to print ``READY`` on stderr, send SIGINT
+    ``delay_s`` later; return (exit code, seconds from the signal to the
+    exit, stderr after ``READY``)."""
+    proc = _start(args)
     assert proc.stderr is not None
     first = proc.stderr.readline()
     assert first.strip() == READY, first + proc.stderr.read()
@@ -182,14 +182,7 @@ def _interrupt_at_line(args: list[str], line: str) -> tuple[int, float, float, s
     code, wall seconds and CPU seconds of the process from the signal to its
     exit, all of stderr). The CPU time is what the process did after the
     signal whatever else loads the machine; the wall time grows with the load."""
-    proc = subprocess.Popen(
-        args,
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    proc = _start(args)
     assert proc.stderr is not None
     seen: list[str] = []
     for text in proc.stderr:
@@ -349,8 +342,7 @@ def test_cli_exits_130_when_a_policy_callback_raises_keyboard_interrupt(tmp_path
     scn = tmp_path / "ki.toml"
     scn.write_text(POLICY_SCN)
     out = tmp_path / "out"
-    env = _env()
-    env["PYTHONPATH"] += os.pathsep + str(tmp_path)
+    env = child_env(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "hetsched", "run", str(scn), "--out", str(out)],
         env=env,

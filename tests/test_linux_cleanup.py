@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from childenv import child_env
 from hetsched import cli
 from hetsched.linux import state as agent_state
 from hetsched.linux.runner import Runner
@@ -71,11 +72,7 @@ def test_cleanup_after_sigkill_undoes_what_the_agent_did(
     )
     given = subprocess.Popen(["sleep", "60"])
     mask_before, groups_before = os.sched_getaffinity(given.pid), _cgroups_of(given.pid)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT / "tests")]),
-        agent_state.STATE_DIR_ENV: str(states),
-    }
+    env = {**child_env(ROOT / "tests"), agent_state.STATE_DIR_ENV: str(states)}
     cmd = [sys.executable, "-m", "hetsched", "linux", "agent", str(wl), "--pid", str(given.pid)]
     cmd += ["--agent", "python:linux_pin_agent:PinAll", "--out", str(tmp_path / "out"), "-q"]
     if profile:

@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 import hetsched
+from childenv import child_env
 from hetsched import cli, sweeps
 from hetsched._toml import toml_module
 
@@ -220,7 +221,7 @@ def test_killing_the_sweep_leaves_no_process_behind(tmp_path: Path) -> None:
     script = tmp_path / "slow.py"
     out = tmp_path / "out"
     script.write_text(SLOW_SWEEP.format(BASE=BASE, out=str(out)))
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    env = child_env()
     parent = subprocess.Popen([sys.executable, str(script)], env=env)
     try:
         deadline = time.monotonic() + 30
@@ -243,6 +244,22 @@ def test_killing_the_sweep_leaves_no_process_behind(tmp_path: Path) -> None:
         pass
 
 
+def _start_sweep(sweep_file: Path, out: Path, err: Path) -> subprocess.Popen[bytes]:
+    """Start ``hetsched sweep SWEEP_FILE`` with two workers into ``out``,
+    quietly, its stderr going to the file ``err``."""
+    cmd = [sys.executable, "-m", "hetsched", "sweep", str(sweep_file), "--workers", "2"]
+    cmd += ["--out", str(out), "-q"]
+    with err.open("w") as f:
+        return subprocess.Popen(cmd, env=child_env(), stderr=f)
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Kill ``proc`` if it still runs, and wait for it."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 @linux_only
 def test_ctrl_c_ends_a_local_sweep_at_once_and_stops_its_workers(tmp_path: Path) -> None:
     (tmp_path / "base.json").write_text(json.dumps(BASE))
@@ -250,11 +267,7 @@ def test_ctrl_c_ends_a_local_sweep_at_once_and_stops_its_workers(tmp_path: Path)
     sweep_file.write_text(
         'base = "base.json"\n[set]\nduration_s = 60.0\n[grid]\nseed = [1, 2, 3, 4, 5, 6]\n'
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
-    cmd = [sys.executable, "-m", "hetsched", "sweep", str(sweep_file), "--workers", "2"]
-    cmd += ["--out", str(tmp_path / "out"), "-q"]
-    with (tmp_path / "err").open("w") as err:
-        sweep = subprocess.Popen(cmd, env=env, stderr=err)
+    sweep = _start_sweep(sweep_file, tmp_path / "out", tmp_path / "err")
     try:
         deadline = time.monotonic() + 30
         while len(_workers(sweep.pid)) < 2 and time.monotonic() < deadline:
@@ -264,9 +277,7 @@ def test_ctrl_c_ends_a_local_sweep_at_once_and_stops_its_workers(tmp_path: Path)
         sweep.send_signal(signal.SIGINT)
         assert sweep.wait(timeout=5) == 130
     finally:
-        if sweep.poll() is None:
-            sweep.kill()
-            sweep.wait()
+        _reap(sweep)
     assert "interrupted" in (tmp_path / "err").read_text()
     assert not [p for p in workers if _alive(p)]
 
@@ -296,11 +307,7 @@ def test_ctrl_c_keeps_the_runs_that_finished(tmp_path: Path) -> None:
         'base = "base.json"\n[grid]\nduration_s = [0.2, 0.3, 0.4, 0.5, 600.0, 700.0]\n'
     )
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
-    cmd = [sys.executable, "-m", "hetsched", "sweep", str(sweep_file), "--workers", "2"]
-    cmd += ["--out", str(out), "-q"]
-    with (tmp_path / "err").open("w") as err:
-        sweep = subprocess.Popen(cmd, env=env, stderr=err)
+    sweep = _start_sweep(sweep_file, out, tmp_path / "err")
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and sweep.poll() is None:
@@ -313,9 +320,7 @@ def test_ctrl_c_keeps_the_runs_that_finished(tmp_path: Path) -> None:
         sweep.send_signal(signal.SIGINT)
         assert sweep.wait(timeout=5) == 130
     finally:
-        if sweep.poll() is None:
-            sweep.kill()
-            sweep.wait()
+        _reap(sweep)
     assert not [p for p in workers if _alive(p)]
     table = pd.read_csv(out / "results.csv")
     assert sorted(table["duration_s"]) == [0.2, 0.3, 0.4, 0.5]
@@ -348,7 +353,7 @@ def test_the_getting_started_sweep_runs_as_a_plain_script(tmp_path: Path) -> Non
             """
         ).format(code=short)
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    env = child_env()
     done = subprocess.run(
         [sys.executable, str(script)],
         cwd=ROOT,

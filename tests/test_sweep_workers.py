@@ -4,7 +4,6 @@ pool that lives for the whole sweep (one process runs many runs)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import hetsched
+from childenv import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +37,7 @@ print(json.dumps({"heavy": heavy, "events": row["events"]}))
 
 
 def test_a_worker_runs_a_point_without_importing_tables_or_figures() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    env = child_env()
     done = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(BASE), ",".join(HEAVY)],
         env=env,
@@ -78,7 +78,7 @@ def test_serial_sweeps_report_no_worker_starts() -> None:
 
 @pytest.mark.parametrize("module", ["hetsched", "hetsched._sweep_worker"])
 def test_light_modules_do_not_import_pandas(module: str) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    env = child_env()
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m == 'pandas'))"
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True

@@ -3,57 +3,31 @@
 
 mod common;
 
-use common::{err, go};
+use common::{close, cpus, err, go, phases, run_intervals, sequential};
 use hetsched_core::metrics::RunResults;
-use hetsched_core::trace::TraceEvent;
 
 /// One CPU of capacity 1024 (runs at speed 1: 1 ms of work takes 1 ms).
 fn one_cpu(sched: &str, dur: f64) -> String {
-    format!(
-        "duration_s = {dur}\nscheduler = \"{sched}\"\n[machine.types.c]\ncapacity = 1024\n[[machine.cpus]]\ntype = \"c\"\n"
-    )
+    format!("duration_s = {dur}\nscheduler = \"{sched}\"\n{}", cpus(1))
 }
 
 fn two_cpus(dur: f64) -> String {
-    format!(
-        "duration_s = {dur}\n[machine.types.c]\ncapacity = 1024\n[[machine.cpus]]\ntype = \"c\"\n[[machine.cpus]]\ntype = \"c\"\n"
-    )
-}
-
-fn prog(name: &str, work_ms: f64, extra: &str) -> String {
-    format!(
-        "[[workload.programs]]\nname = \"{name}\"\nkind = \"sequential\"\nwork_ms = {work_ms}\n{extra}\n"
-    )
+    format!("duration_s = {dur}\n{}", cpus(2))
 }
 
 /// The run intervals of a task, (cpu, start ms, end ms), merged where one
 /// interval ends as the next starts on the same CPU.
 fn runs(r: &RunResults, task: usize) -> Vec<(usize, f64, f64)> {
     let mut v: Vec<(usize, f64, f64)> = Vec::new();
-    for e in &r.trace {
-        if let TraceEvent::Run {
-            t_ns,
-            end_ns,
-            cpu,
-            task: t,
-        } = *e
-        {
-            if t != task || end_ns == t_ns {
-                continue;
-            }
-            let (s, f) = (t_ns as f64 / 1e6, end_ns as f64 / 1e6);
-            match v.last_mut() {
-                Some(l) if l.0 == cpu && (l.2 - s).abs() < 1e-9 => l.2 = f,
-                _ => v.push((cpu, s, f)),
-            }
+    for (cpu, t_ns, end_ns) in run_intervals(r, task) {
+        let (s, f) = (t_ns as f64 / 1e6, end_ns as f64 / 1e6);
+        match v.last_mut() {
+            Some(l) if l.0 == cpu && (l.2 - s).abs() < 1e-9 => l.2 = f,
+            _ => v.push((cpu, s, f)),
         }
     }
     v.sort_by(|a, b| a.1.total_cmp(&b.1));
     v
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() < 1e-6
 }
 
 fn assert_runs(got: &[(usize, f64, f64)], want: &[(usize, f64, f64)]) {
@@ -72,8 +46,8 @@ fn fifo_wakeup_preempts_a_running_fair_task_at_once() {
         let r = go(&format!(
             "{}{}{}",
             one_cpu(sched, 1.0),
-            prog("fair", 100.0, ""),
-            prog(
+            sequential("fair", 100.0, ""),
+            sequential(
                 "fifo",
                 10.0,
                 "policy = \"fifo\"\npriority = 10\nstart_ms = 20"
@@ -93,8 +67,8 @@ fn rr_tasks_of_equal_priority_rotate_every_100_ms() {
     let r = go(&format!(
         "{}{}{}",
         one_cpu("eevdf", 2.0),
-        prog("a", 300.0, rr),
-        prog("b", 300.0, rr)
+        sequential("a", 300.0, rr),
+        sequential("b", 300.0, rr)
     ));
     assert_runs(
         &runs(&r, 0),
@@ -112,8 +86,8 @@ fn rr_timeslice_is_configurable() {
     let r = go(&format!(
         "{}[os]\nrr_timeslice_ms = 25\n{}{}",
         one_cpu("eevdf", 2.0),
-        prog("a", 50.0, rr),
-        prog("b", 50.0, rr)
+        sequential("a", 50.0, rr),
+        sequential("b", 50.0, rr)
     ));
     assert_runs(&runs(&r, 0), &[(0, 0.0, 25.0), (0, 50.0, 75.0)]);
 }
@@ -125,13 +99,13 @@ fn higher_priority_fifo_runs_to_completion() {
     let r = go(&format!(
         "{}{}{}{}",
         one_cpu("cfs", 1.0),
-        prog("low", 100.0, "policy = \"fifo\"\npriority = 10"),
-        prog(
+        sequential("low", 100.0, "policy = \"fifo\"\npriority = 10"),
+        sequential(
             "high",
             50.0,
             "policy = \"fifo\"\npriority = 20\nstart_ms = 10"
         ),
-        prog(
+        sequential(
             "same",
             5.0,
             "policy = \"fifo\"\npriority = 10\nstart_ms = 20"
@@ -151,12 +125,12 @@ fn cbs_task_is_throttled_at_its_budget_each_period() {
     let r = go(&format!(
         "{}{}{}",
         one_cpu("eevdf", 2.0),
-        prog(
+        sequential(
             "dl",
             30.0,
             "policy = \"deadline\"\ndl_runtime_ms = 10\ndl_period_ms = 100"
         ),
-        prog("fair", 1000.0, "")
+        sequential("fair", 1000.0, "")
     ));
     assert_runs(
         &runs(&r, 0),
@@ -178,12 +152,12 @@ fn earliest_deadline_runs_first_and_preempts() {
     let r = go(&format!(
         "{}{}{}",
         one_cpu("eevdf", 1.0),
-        prog(
+        sequential(
             "a",
             20.0,
             "policy = \"deadline\"\ndl_runtime_ms = 20\ndl_period_ms = 100"
         ),
-        prog(
+        sequential(
             "b",
             5.0,
             "policy = \"deadline\"\ndl_runtime_ms = 5\ndl_deadline_ms = 10\ndl_period_ms = 100\nstart_ms = 5"
@@ -200,8 +174,8 @@ fn always_running_fifo_leaves_fair_tasks_50_ms_per_second() {
     let r = go(&format!(
         "stop_when_done = false\n{}{}{}",
         one_cpu("eevdf", 3.0),
-        prog("hog", 10000.0, "policy = \"fifo\"\npriority = 50"),
-        prog("fair", 10000.0, "")
+        sequential("hog", 10000.0, "policy = \"fifo\"\npriority = 50"),
+        sequential("fair", 10000.0, "")
     ));
     assert_runs(
         &runs(&r, 1),
@@ -218,8 +192,8 @@ fn always_running_fifo_leaves_fair_tasks_50_ms_per_second() {
     let r = go(&format!(
         "stop_when_done = false\n{}[os]\nfair_server = false\n{}{}",
         one_cpu("eevdf", 3.0),
-        prog("hog", 10000.0, "policy = \"fifo\"\npriority = 50"),
-        prog("fair", 10000.0, "")
+        sequential("hog", 10000.0, "policy = \"fifo\"\npriority = 50"),
+        sequential("fair", 10000.0, "")
     ));
     assert_eq!(r.tasks[1].run_s, 0.0);
 }
@@ -230,9 +204,9 @@ fn admission_control_refuses_three_cpus_of_bandwidth_on_two() {
     let e = err(&format!(
         "{}{}{}{}",
         two_cpus(1.0),
-        prog("a", 10.0, dl),
-        prog("b", 10.0, dl),
-        prog("c", 10.0, dl)
+        sequential("a", 10.0, dl),
+        sequential("b", 10.0, dl),
+        sequential("c", 10.0, dl)
     ));
     assert!(
         e.contains("admission control") && e.contains("3.0000") && e.contains("1.9000"),
@@ -243,8 +217,8 @@ fn admission_control_refuses_three_cpus_of_bandwidth_on_two() {
     go(&format!(
         "{}{}{}",
         two_cpus(1.0),
-        prog("a", 10.0, ok),
-        prog("b", 10.0, ok)
+        sequential("a", 10.0, ok),
+        sequential("b", 10.0, ok)
     ));
 }
 
@@ -258,7 +232,7 @@ fn a_woken_fifo_task_is_pushed_to_an_idle_cpu() {
         "{}{}{}",
         two_cpus(1.0),
         pinned_b,
-        prog(
+        sequential(
             "a",
             100.0,
             "policy = \"fifo\"\npriority = 10\nstart_ms = 5\naffinity = [0]"
@@ -276,13 +250,13 @@ fn a_cpu_whose_rt_task_ends_pulls_a_waiting_one() {
     let r = go(&format!(
         "{}{}{}{}",
         two_cpus(1.0),
-        prog(
+        sequential(
             "c",
             100.0,
             "policy = \"fifo\"\npriority = 50\naffinity = [1]"
         ),
-        prog("a", 300.0, "policy = \"fifo\"\npriority = 10"),
-        prog("b", 20.0, "policy = \"fifo\"\npriority = 10\nstart_ms = 10"),
+        sequential("a", 300.0, "policy = \"fifo\"\npriority = 10"),
+        sequential("b", 20.0, "policy = \"fifo\"\npriority = 10\nstart_ms = 10"),
     ));
     assert_runs(&runs(&r, 1), &[(0, 0.0, 300.0)]);
     assert_runs(&runs(&r, 2), &[(1, 100.0, 120.0)]);
@@ -330,13 +304,13 @@ fn policy_fields_are_validated() {
             "affinity: a SCHED_DEADLINE task may not have a restricted affinity",
         ),
     ] {
-        let e = err(&format!("{base}{}", prog("p", 1.0, extra)));
+        let e = err(&format!("{base}{}", sequential("p", 1.0, extra)));
         assert!(e.contains(want), "{extra}: {e}");
     }
     let e = err(&format!(
         "{}{}",
         one_cpu("scx-simple", 1.0),
-        prog("p", 1.0, "policy = \"fifo\"\npriority = 1")
+        sequential("p", 1.0, "policy = \"fifo\"\npriority = 1")
     ));
     assert!(
         e.contains("not modelled with scheduler \"scx-simple\""),
@@ -344,7 +318,7 @@ fn policy_fields_are_validated() {
     );
     let e = err(&format!(
         "{base}[os]\nrt_runtime_ms = 2000\n{}",
-        prog("p", 1.0, "")
+        sequential("p", 1.0, "")
     ));
     assert!(
         e.contains("os.rt_runtime_ms: 2000 ms is longer than os.rt_period_ms"),
@@ -357,7 +331,7 @@ fn sched_idle_weighs_3_and_batch_does_not_preempt_at_wakeup() {
     let r = go(&format!(
         "{}{}",
         one_cpu("cfs", 1.0),
-        prog("i", 1.0, "policy = \"idle\"\nnice = -5")
+        sequential("i", 1.0, "policy = \"idle\"\nnice = -5")
     ));
     assert_eq!(r.tasks[0].weight, 3);
     assert_eq!(r.tasks[0].policy, "idle");
@@ -368,7 +342,7 @@ fn sched_idle_weighs_3_and_batch_does_not_preempt_at_wakeup() {
             go(&format!(
                 "{}{}[[workload.programs]]\nname = \"w\"\nkind = \"phases\"\npolicy = \"{pol}\"\nphases = [{{ sleep_ms = 50 }}, {{ compute_ms = 1 }}]\n",
                 one_cpu(sched, 1.0),
-                prog("long", 100.0, ""),
+                sequential("long", 100.0, ""),
             ))
         };
         let (b, o) = (wake("batch"), wake("other"));
@@ -387,7 +361,11 @@ fn sched_idle_weighs_3_and_batch_does_not_preempt_at_wakeup() {
 fn scenarios_without_rt_tasks_are_unchanged() {
     // The same fair workload with and without an idle [os] table: same
     // events, same trace hash.
-    let w = format!("{}{}", prog("a", 30.0, ""), prog("b", 20.0, "nice = 3"));
+    let w = format!(
+        "{}{}",
+        sequential("a", 30.0, ""),
+        sequential("b", 20.0, "nice = 3")
+    );
     let a = go(&format!("{}{w}", two_cpus(1.0)));
     let b = go(&format!("{}[os]\nrr_timeslice_ms = 5\n{w}", two_cpus(1.0)));
     assert_eq!(a.summary.trace_hash, b.summary.trace_hash);
@@ -396,10 +374,11 @@ fn scenarios_without_rt_tasks_are_unchanged() {
 
 /// A phases program: `loops` times compute `c` ms then sleep `s` ms.
 fn phased(name: &str, c: f64, s: f64, loops: u32, extra: &str) -> String {
-    format!(
-        "[[workload.programs]]\nname = \"{name}\"\nkind = \"phases\"\nloops = {loops}\n\
-         phases = [{{ compute_ms = {c} }}, {{ sleep_ms = {s} }}]\n{extra}\n"
-    )
+    let p = phases(
+        name,
+        &format!("{{ compute_ms = {c} }}, {{ sleep_ms = {s} }}"),
+    );
+    format!("{p}loops = {loops}\n{extra}\n")
 }
 
 #[test]
@@ -440,7 +419,7 @@ fn the_fair_server_leaves_an_rt_task_alone_when_fair_tasks_get_their_share() {
         "stop_when_done = false\n{}{}{}",
         one_cpu("eevdf", 1.0),
         phased("rt", 5.0, 5.0, 1000, "policy = \"fifo\"\npriority = 50"),
-        prog("fair", 10000.0, "")
+        sequential("fair", 10000.0, "")
     ));
     assert_eq!(r.tasks[0].throttled_s, 0.0);
     assert!(close(r.tasks[0].run_s, 0.5), "{}", r.tasks[0].run_s);

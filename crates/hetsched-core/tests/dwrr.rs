@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::scn;
+use common::{on_type, run_intervals, scn, MS};
 use hetsched_core::hw::CpuId;
 use hetsched_core::metrics::RunResults;
 use hetsched_core::os::TaskId;
@@ -15,8 +15,6 @@ use hetsched_core::sim::RunOptions;
 use hetsched_core::trace::TraceEvent;
 use std::cell::RefCell;
 use std::rc::Rc;
-
-const MS: u64 = 1_000_000;
 
 fn opts() -> RunOptions {
     RunOptions {
@@ -122,23 +120,11 @@ fn spread(v: &[f64]) -> f64 {
 
 /// Time `task` ran on `cpu` within `[from_ns, to_ns)`, from the trace.
 fn ran_on(r: &RunResults, task: usize, cpu: usize, from_ns: u64, to_ns: u64) -> u64 {
-    r.trace
-        .iter()
-        .filter_map(|e| match *e {
-            TraceEvent::Run {
-                t_ns,
-                end_ns,
-                cpu: c,
-                task: t,
-            } if c == cpu && t == task => Some(end_ns.min(to_ns).saturating_sub(t_ns.max(from_ns))),
-            _ => None,
-        })
+    run_intervals(r, task)
+        .into_iter()
+        .filter(|&(c, _, _)| c == cpu)
+        .map(|(_, t_ns, end_ns)| end_ns.min(to_ns).saturating_sub(t_ns.max(from_ns)))
         .sum()
-}
-
-/// Run time of a task on a CPU type, seconds.
-fn on_type(r: &RunResults, task: usize, ty: &str) -> f64 {
-    r.tasks[task].run_s_by_type.get(ty).copied().unwrap_or(0.0)
 }
 
 fn events(log: &[RoundEvent]) -> String {

@@ -3,7 +3,7 @@
 //! parameters and slices give clear errors.
 
 mod common;
-use common::{err, go};
+use common::{err, go, on_type};
 use hetsched_core::trace::TraceEvent;
 
 /// Spinners with the given nice values on one CPU for `secs` seconds.
@@ -214,9 +214,8 @@ fn big_little(sched: &str, gov: &str) -> String {
 
 /// The share of the run time spent on little cores.
 fn little_share(r: &hetsched_core::metrics::RunResults) -> f64 {
-    r.tasks
-        .iter()
-        .map(|t| t.run_s_by_type.get("little").copied().unwrap_or(0.0))
+    (0..r.tasks.len())
+        .map(|t| on_type(r, t, "little"))
         .sum::<f64>()
         / r.tasks.iter().map(|t| t.run_s).sum::<f64>()
 }

@@ -10,22 +10,8 @@
 
 mod common;
 
-use common::{err, go, scn};
-use hetsched_core::metrics::RunResults;
+use common::{err, freqs, go, scn, MS};
 use hetsched_core::trace::TraceEvent;
-
-/// Frequency changes of domain 0 as (time in ns, MHz).
-fn freqs(r: &RunResults) -> Vec<(u64, u32)> {
-    r.trace
-        .iter()
-        .filter_map(|e| match e {
-            TraceEvent::Freq { t_ns, domain, mhz } if *domain == 0 => Some((*t_ns, *mhz)),
-            _ => None,
-        })
-        .collect()
-}
-
-const MS: u64 = 1_000_000;
 
 /// One CPU with the P-states of the papers' AMD Opteron: 800, 1400, 2300 MHz.
 const OPTERON: &str = r#"

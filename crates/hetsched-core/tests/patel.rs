@@ -18,13 +18,12 @@
 
 mod common;
 
-use common::{err, go, PATEL_CPUSETS};
+use common::{err, go, run_intervals, PATEL_CPUSETS};
 use hetsched_core::metrics::RunResults;
 use hetsched_core::policy::patel::{
     estimate_a, estimate_b, Action, EstimateBIdle, Patel, Rule, SetView,
 };
 use hetsched_core::policy::{registry, Kind, Observation};
-use hetsched_core::trace::TraceEvent;
 use std::collections::BTreeSet;
 
 // ------------------------------------------------------------ helpers
@@ -60,17 +59,10 @@ fn sleepy(name: &str, compute: f64, sleep: f64, ipc: f64, extra: &str) -> String
 /// The CPUs `task` ran on during (from_s, to_s].
 fn ran_on(r: &RunResults, task: usize, from_s: f64, to_s: f64) -> BTreeSet<usize> {
     let (a, b) = ((from_s * 1e9).round() as u64, (to_s * 1e9).round() as u64);
-    r.trace
-        .iter()
-        .filter_map(|e| match *e {
-            TraceEvent::Run {
-                t_ns,
-                end_ns,
-                cpu,
-                task: t,
-            } if t == task && end_ns > t_ns && end_ns > a && t_ns < b => Some(cpu),
-            _ => None,
-        })
+    run_intervals(r, task)
+        .into_iter()
+        .filter(|&(_, t_ns, end_ns)| end_ns > a && t_ns < b)
+        .map(|(cpu, _, _)| cpu)
         .collect()
 }
 

@@ -3,49 +3,25 @@
 
 mod common;
 
-use common::{err, go};
+use common::{close, cpus, end_ms, err, go, phases, run_intervals};
 use hetsched_core::metrics::RunResults;
 use hetsched_core::trace::TraceEvent;
 
 /// `n` CPUs of capacity 1024 at 2 GHz (1 reference ms per ms), migrations
 /// free, no stop when done unless the programs all finish.
 fn machine(n: usize) -> String {
-    let mut s = String::from(
-        "duration_s = 1\n[machine.types.c]\ncapacity = 1024\n[machine.migration]\nenabled = false\n",
-    );
-    for _ in 0..n {
-        s += "[[machine.cpus]]\ntype = \"c\"\n";
-    }
-    s
-}
-
-/// A `phases` program.
-fn prog(name: &str, phases: &str) -> String {
-    format!("[[workload.programs]]\nname = \"{name}\"\nkind = \"phases\"\nphases = [{phases}]\n")
+    format!(
+        "duration_s = 1\n[machine.migration]\nenabled = false\n{}",
+        cpus(n)
+    )
 }
 
 /// The run intervals of a task, ms (zero-length ones dropped).
 fn runs(r: &RunResults, task: usize) -> Vec<(f64, f64)> {
-    r.trace
-        .iter()
-        .filter_map(|e| match e {
-            TraceEvent::Run {
-                t_ns,
-                end_ns,
-                task: x,
-                ..
-            } if *x == task && end_ns > t_ns => Some((*t_ns as f64 / 1e6, *end_ns as f64 / 1e6)),
-            _ => None,
-        })
+    run_intervals(r, task)
+        .into_iter()
+        .map(|(_, s, e)| (s as f64 / 1e6, e as f64 / 1e6))
         .collect()
-}
-
-fn end_ms(r: &RunResults, task: usize) -> f64 {
-    r.tasks[task].end_s.expect("task ended") * 1e3
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() < 1e-6
 }
 
 #[test]
@@ -55,8 +31,8 @@ fn a_post_before_the_pend_is_kept() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog("a", "{ compute_ms = 5 }, { post = \"s\" }"),
-        prog(
+        phases("a", "{ compute_ms = 5 }, { post = \"s\" }"),
+        phases(
             "b",
             "{ sleep_ms = 10 }, { pend = \"s\" }, { compute_ms = 3 }"
         )
@@ -72,11 +48,11 @@ fn a_pend_before_the_post_waits_for_it() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog(
+        phases(
             "a",
             "{ compute_ms = 4 }, { post = \"s\" }, { compute_ms = 1 }"
         ),
-        prog("b", "{ pend = \"s\" }, { compute_ms = 2 }")
+        phases("b", "{ pend = \"s\" }, { compute_ms = 2 }")
     ));
     assert_eq!(runs(&r, 0), vec![(0.0, 5.0)]);
     assert_eq!(runs(&r, 1), vec![(4.0, 6.0)]);
@@ -95,11 +71,11 @@ fn a_mutex_makes_the_second_locker_wait_for_the_unlock() {
     let two = format!(
         "{}{}{}",
         machine(2),
-        prog(
+        phases(
             "a",
             "{ lock = \"m\" }, { compute_ms = 4 }, { unlock = \"m\" }, { compute_ms = 1 }"
         ),
-        prog(
+        phases(
             "b",
             "{ sleep_ms = 1 }, { lock = \"m\" }, { compute_ms = 2 }, { unlock = \"m\" }"
         )
@@ -137,15 +113,15 @@ fn an_unlock_hands_the_mutex_to_the_longest_waiter() {
     let r = go(&format!(
         "{}{}{}{}",
         machine(3),
-        prog(
+        phases(
             "a",
             "{ lock = \"m\" }, { compute_ms = 10 }, { unlock = \"m\" }"
         ),
-        prog(
+        phases(
             "b",
             "{ sleep_ms = 2 }, { lock = \"m\" }, { compute_ms = 1 }, { unlock = \"m\" }"
         ),
-        prog(
+        phases(
             "c",
             "{ sleep_ms = 1 }, { lock = \"m\" }, { compute_ms = 1 }, { unlock = \"m\" }"
         )
@@ -161,11 +137,11 @@ fn a_signalled_waiter_takes_the_mutex_back_before_it_goes_on() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog(
+        phases(
             "w",
             "{ lock = \"m\" }, { wait = \"c\", mutex = \"m\" }, { unlock = \"m\" }, { compute_ms = 1 }"
         ),
-        prog(
+        phases(
             "s",
             "{ sleep_ms = 3 }, { lock = \"m\" }, { signal = \"c\" }, { compute_ms = 2 }, { unlock = \"m\" }"
         )
@@ -176,12 +152,12 @@ fn a_signalled_waiter_takes_the_mutex_back_before_it_goes_on() {
     let r = go(&format!(
         "{}{}{}",
         machine(3),
-        prog(
+        phases(
             "w",
             "{ lock = \"m\" }, { wait = \"c\", mutex = \"m\" }, { unlock = \"m\" }, { compute_ms = 1 }"
         )
         .replace("kind = \"phases\"", "kind = \"phases\"\nthreads = 2"),
-        prog(
+        phases(
             "s",
             "{ sleep_ms = 3 }, { lock = \"m\" }, { broad = \"c\" }, { unlock = \"m\" }, { compute_ms = 2 }"
         )
@@ -198,11 +174,11 @@ fn a_resume_with_nobody_suspended_is_lost() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog(
+        phases(
             "r",
             "{ compute_ms = 1 }, { resume = \"x\" }, { compute_ms = 1 }, { resume = \"x\" }"
         ),
-        prog(
+        phases(
             "s",
             "{ sleep_ms = 1.5 }, { suspend = \"x\" }, { compute_ms = 1 }"
         )
@@ -212,8 +188,8 @@ fn a_resume_with_nobody_suspended_is_lost() {
     let e = err(&format!(
         "{}{}{}",
         machine(2),
-        prog("r", "{ compute_ms = 1 }, { resume = \"x\" }"),
-        prog(
+        phases("r", "{ compute_ms = 1 }, { resume = \"x\" }"),
+        phases(
             "s",
             "{ sleep_ms = 1.5 }, { suspend = \"x\" }, { compute_ms = 1 }"
         )
@@ -233,12 +209,12 @@ fn suspend_and_resume_are_the_condition_variable_and_mutex_of_their_name() {
     let r = go(&format!(
         "{}{}{}{}",
         machine(3),
-        prog(
+        phases(
             "h",
             "{ lock = \"x\" }, { compute_ms = 5 }, { unlock = \"x\" }"
         ),
-        prog("s", "{ suspend = \"x\" }, { compute_ms = 1 }"),
-        prog(
+        phases("s", "{ suspend = \"x\" }, { compute_ms = 1 }"),
+        phases(
             "r",
             "{ sleep_ms = 1 }, { resume = \"x\" }, { compute_ms = 1 }"
         )
@@ -251,8 +227,8 @@ fn suspend_and_resume_are_the_condition_variable_and_mutex_of_their_name() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog("s", "{ suspend = \"x\" }, { compute_ms = 1 }"),
-        prog(
+        phases("s", "{ suspend = \"x\" }, { compute_ms = 1 }"),
+        phases(
             "g",
             "{ compute_ms = 2 }, { lock = \"x\" }, { signal = \"x\" }, { unlock = \"x\" }"
         )
@@ -265,11 +241,11 @@ fn a_shared_barrier_waits_for_every_thread_that_names_it() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog(
+        phases(
             "a",
             "{ compute_ms = 2 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
         ),
-        prog(
+        phases(
             "b",
             "{ compute_ms = 5 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
         )
@@ -281,15 +257,15 @@ fn a_shared_barrier_waits_for_every_thread_that_names_it() {
     let r = go(&format!(
         "{}{}{}{}",
         machine(3),
-        prog(
+        phases(
             "a",
             "{ compute_ms = 2 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
         ),
-        prog(
+        phases(
             "b",
             "{ compute_ms = 5 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
         ),
-        prog("c", "{ compute_ms = 1 }, { shared_barrier = \"b\" }")
+        phases("c", "{ compute_ms = 1 }, { shared_barrier = \"b\" }")
             .replace("kind = \"phases\"", "kind = \"phases\"\nloops = 1")
     ));
     // C arrives at 1 and waits with A; B's arrival at 5 opens it for all.
@@ -304,12 +280,12 @@ fn a_timer_ticks_absolutely_and_is_shared() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog(
+        phases(
             "t1",
             "{ compute_ms = 1 }, { timer = \"tick\", timer_ms = 10 }"
         )
         .replace("kind = \"phases\"", "kind = \"phases\"\nloops = 3"),
-        prog(
+        phases(
             "t2",
             "{ sleep_ms = 5 }, { compute_ms = 1 }, { timer = \"tick\", timer_ms = 10 }"
         )
@@ -324,7 +300,7 @@ fn a_timer_ticks_absolutely_and_is_shared() {
     let r = go(&format!(
         "{}{}",
         machine(1),
-        prog(
+        phases(
             "late",
             "{ compute_ms = 12 }, { timer = \"tk\", timer_ms = 10 }"
         )
@@ -340,7 +316,7 @@ fn yield_lets_the_scheduler_pick_again() {
     let r = go(&format!(
         "{}{}",
         machine(1),
-        prog(
+        phases(
             "y",
             "{ compute_ms = 1 }, { yield = true }, { compute_ms = 1 }"
         )
@@ -353,7 +329,7 @@ fn cpus_moves_the_thread() {
     let r = go(&format!(
         "{}{}",
         machine(2),
-        prog(
+        phases(
             "m",
             "{ cpus = [0] }, { compute_ms = 1 }, { cpus = [1] }, { compute_ms = 1 }, { cpus = [0] }, { compute_ms = 1 }"
         )
@@ -378,11 +354,11 @@ fn fork_starts_an_instance_now_or_after_the_running_one() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog(
+        phases(
             "p",
             "{ compute_ms = 1 }, { fork = \"c\" }, { compute_ms = 1 }"
         ),
-        prog("c", "{ compute_ms = 2 }")
+        phases("c", "{ compute_ms = 2 }")
             .replace("kind = \"phases\"", "kind = \"phases\"\nforked = true")
     ));
     assert_eq!(runs(&r, 1), vec![(1.0, 3.0)]);
@@ -390,11 +366,11 @@ fn fork_starts_an_instance_now_or_after_the_running_one() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog(
+        phases(
             "p",
             "{ fork = \"c\" }, { fork = \"c\" }, { compute_ms = 0.5 }"
         ),
-        prog("c", "{ compute_ms = 2 }")
+        phases("c", "{ compute_ms = 2 }")
             .replace("kind = \"phases\"", "kind = \"phases\"\nforked = true")
     ));
     assert_eq!(runs(&r, 1), vec![(0.0, 2.0), (2.0, 4.0)]);
@@ -404,8 +380,8 @@ fn fork_starts_an_instance_now_or_after_the_running_one() {
     let r = go(&format!(
         "{}{}{}",
         machine(2),
-        prog("p", "{ compute_ms = 1 }"),
-        prog("c", "{ compute_ms = 2 }")
+        phases("p", "{ compute_ms = 1 }"),
+        phases("c", "{ compute_ms = 2 }")
             .replace("kind = \"phases\"", "kind = \"phases\"\nforked = true")
     ));
     assert!(r.tasks[1].start_s.is_none());
@@ -422,13 +398,13 @@ fn run_for_is_wall_time_whatever_the_speed_and_sharing() {
     // 4 ms; 20 ms shared with a busy thread still end at 20 ms, having run
     // only part of them.
     let slow = machine(1).replace("capacity = 1024", "capacity = 512");
-    let r = go(&format!("{slow}{}", prog("r", "{ run_for_ms = 4 }")));
+    let r = go(&format!("{slow}{}", phases("r", "{ run_for_ms = 4 }")));
     assert!(close(end_ms(&r, 0), 4.0));
     assert!(close(r.tasks[0].work_ms, 2.0), "{}", r.tasks[0].work_ms);
     let r = go(&format!(
         "{slow}{}{}",
-        prog("r", "{ run_for_ms = 20 }"),
-        prog("busy", "{ compute_ms = 50 }")
+        phases("r", "{ run_for_ms = 20 }"),
+        phases("busy", "{ compute_ms = 50 }")
     ));
     assert!(close(end_ms(&r, 0), 20.0), "{}", end_ms(&r, 0));
     assert!(r.tasks[0].run_s * 1e3 < 15.0, "{}", r.tasks[0].run_s);
@@ -439,11 +415,11 @@ fn a_lock_cycle_is_a_deadlock_naming_threads_and_mutexes() {
     let e = err(&format!(
         "{}{}{}",
         machine(2),
-        prog(
+        phases(
             "a",
             "{ lock = \"x\" }, { compute_ms = 1 }, { lock = \"y\" }, { unlock = \"y\" }, { unlock = \"x\" }"
         ),
-        prog(
+        phases(
             "b",
             "{ lock = \"y\" }, { compute_ms = 1 }, { lock = \"x\" }, { unlock = \"x\" }, { unlock = \"y\" }"
         )
@@ -496,14 +472,14 @@ fn misuse_and_bad_phases_name_the_field() {
         ("{ run_for_ms = -1 }", "phases[0].run_for_ms"),
     ];
     for (ph, want) in cases {
-        let e = err(&format!("{}{}", machine(2), prog("p", ph)));
+        let e = err(&format!("{}{}", machine(2), phases("p", ph)));
         assert!(e.contains(want), "{ph}: {e}");
     }
     let e = err(&format!(
         "{}{}{}",
         machine(2),
-        prog("a", "{ timer = \"t\", timer_ms = 5 }"),
-        prog("b", "{ timer = \"t\", timer_ms = 6 }")
+        phases("a", "{ timer = \"t\", timer_ms = 5 }"),
+        phases("b", "{ timer = \"t\", timer_ms = 6 }")
     ));
     assert!(
         e.contains("workload.programs[1].phases[0].timer_ms: timer \"t\" has period 5 ms"),
@@ -512,7 +488,7 @@ fn misuse_and_bad_phases_name_the_field() {
     let e = err(&format!(
         "{}{}",
         machine(2),
-        prog("a", "{ unlock = \"m\" }")
+        phases("a", "{ unlock = \"m\" }")
     ));
     assert!(
         e.contains("a[0] unlocks mutex \"m\", which nobody holds"),
@@ -521,7 +497,7 @@ fn misuse_and_bad_phases_name_the_field() {
     let e = err(&format!(
         "{}{}",
         machine(2),
-        prog("c", "{ compute_ms = 1 }").replace(
+        phases("c", "{ compute_ms = 1 }").replace(
             "kind = \"phases\"",
             "kind = \"phases\"\nforked = true\nstart_ms = 3"
         )

@@ -4,22 +4,8 @@
 //! little core under EAS; bad clamps are named.
 
 mod common;
-use common::{err, go};
+use common::{err, freqs, go, on_type, MS};
 use hetsched_core::metrics::RunResults;
-use hetsched_core::trace::TraceEvent;
-
-const MS: u64 = 1_000_000;
-
-/// Frequency changes of domain 0 as (time in ns, MHz).
-fn freqs(r: &RunResults) -> Vec<(u64, u32)> {
-    r.trace
-        .iter()
-        .filter_map(|e| match e {
-            TraceEvent::Freq { t_ns, domain, mhz } if *domain == 0 => Some((*t_ns, *mhz)),
-            _ => None,
-        })
-        .collect()
-}
 
 /// One CPU of capacity 1024 with P-states 200, 400, ..., 1000 MHz, and a
 /// task of 1 ms (at 1000 MHz) every 10 ms: utilisation about 100 of 1024.
@@ -119,8 +105,7 @@ fn busy_big_little(clamp: &str) -> RunResults {
 }
 
 fn little_share(r: &RunResults) -> f64 {
-    let t = &r.tasks[0];
-    t.run_s_by_type.get("little").copied().unwrap_or(0.0) / t.run_s
+    on_type(r, 0, "little") / r.tasks[0].run_s
 }
 
 #[test]

@@ -9,52 +9,71 @@ use crate::hw::Machine;
 use crate::os::{ClassConfig, SchedAttr, SchedPolicy, Task};
 use crate::scenario::spec::{ProgramCommon, ScenarioSpec};
 
-fn ms_in(path: &str, v: f64, lo: f64, hi: f64) -> Result<u64, SimError> {
-    if !v.is_finite() || v < lo || v > hi {
+/// The low end of an allowed range of milliseconds.
+#[derive(Clone, Copy)]
+enum Low {
+    /// The bound itself is allowed.
+    From(f64),
+    /// Only values above the bound are allowed.
+    Above(f64),
+}
+
+/// `v` ms at `path`, checked to be finite and within `low` to `hi`
+/// (inclusive); the error says which values are allowed.
+fn ms_in(path: impl AsRef<str>, v: f64, low: Low, hi: f64) -> Result<f64, SimError> {
+    let (fits, allowed) = match low {
+        Low::From(lo) => (v >= lo, format!("{lo} to {hi}")),
+        Low::Above(lo) => (v > lo, format!("more than {lo} up to {hi:e}")),
+    };
+    if !v.is_finite() || !fits || v > hi {
         return Err(at(
             path,
-            format!("{v} is out of range; allowed {lo} to {hi} (ms)"),
+            format!("{v} is out of range; allowed {allowed} (ms)"),
         ));
     }
-    Ok((v * 1e6).round() as u64)
+    Ok(v)
+}
+
+/// Milliseconds as whole nanoseconds.
+fn ns(ms: f64) -> u64 {
+    (ms * 1e6).round() as u64
+}
+
+/// A runtime and its period from the `[os]` table, as (runtime, period) in
+/// ns: `runtime` is (field, ms) and may be 0 to 1e6 ms; `period` is (field,
+/// ms, least ms) and may be its least to 1e6 ms; the runtime may not exceed
+/// the period. The period is checked first.
+fn budget(runtime: (&str, f64), period: (&str, f64, f64)) -> Result<(u64, u64), SimError> {
+    let (rf, r_ms) = runtime;
+    let (pf, p_ms, p_least) = period;
+    let p = ns(ms_in(format!("os.{pf}"), p_ms, Low::From(p_least), 1e6)?);
+    let r = ns(ms_in(format!("os.{rf}"), r_ms, Low::From(0.0), 1e6)?);
+    if r > p {
+        return Err(at(
+            format!("os.{rf}"),
+            format!("{r_ms} ms is longer than os.{pf} = {p_ms} ms; allowed 0 to the period"),
+        ));
+    }
+    Ok((r, p))
 }
 
 /// The validated `[os]` table.
 pub(crate) fn build_os(spec: &ScenarioSpec) -> Result<ClassConfig, SimError> {
     let o = spec.os.clone().unwrap_or_default();
-    let rt_period = ms_in("os.rt_period_ms", o.rt_period_ms, 0.001, 1e6)?;
-    let rt_runtime = ms_in("os.rt_runtime_ms", o.rt_runtime_ms, 0.0, 1e6)?;
-    if rt_runtime > rt_period {
-        return Err(at(
-            "os.rt_runtime_ms",
-            format!(
-                "{} ms is longer than os.rt_period_ms = {} ms; allowed 0 to the period",
-                o.rt_runtime_ms, o.rt_period_ms
-            ),
-        ));
-    }
-    let rr = ms_in("os.rr_timeslice_ms", o.rr_timeslice_ms, 0.001, 1e6)?;
-    let fs_period = ms_in(
-        "os.fair_server_period_ms",
-        o.fair_server_period_ms,
-        0.1,
-        1e6,
+    let (rt_runtime, rt_period) = budget(
+        ("rt_runtime_ms", o.rt_runtime_ms),
+        ("rt_period_ms", o.rt_period_ms, 0.001),
     )?;
-    let fs_runtime = ms_in(
-        "os.fair_server_runtime_ms",
-        o.fair_server_runtime_ms,
-        0.0,
+    let rr = ns(ms_in(
+        "os.rr_timeslice_ms",
+        o.rr_timeslice_ms,
+        Low::From(0.001),
         1e6,
+    )?);
+    let (fs_runtime, fs_period) = budget(
+        ("fair_server_runtime_ms", o.fair_server_runtime_ms),
+        ("fair_server_period_ms", o.fair_server_period_ms, 0.1),
     )?;
-    if fs_runtime > fs_period {
-        return Err(at(
-            "os.fair_server_runtime_ms",
-            format!(
-                "{} ms is longer than os.fair_server_period_ms = {} ms; allowed 0 to the period",
-                o.fair_server_runtime_ms, o.fair_server_period_ms
-            ),
-        ));
-    }
     Ok(ClassConfig {
         rt_runtime,
         rt_period,
@@ -131,13 +150,7 @@ pub(crate) fn sched_attr(base: &str, c: &ProgramCommon) -> Result<SchedAttr, Sim
     }
     let need = |f: &str, v: Option<f64>| -> Result<f64, SimError> {
         let v = v.ok_or_else(|| at(format!("{base}.{f}"), "required for policy \"deadline\""))?;
-        if !v.is_finite() || v <= 0.0 || v > 1e6 {
-            return Err(at(
-                format!("{base}.{f}"),
-                format!("{v} is out of range; allowed more than 0 up to 1e6 (ms)"),
-            ));
-        }
-        Ok(v)
+        ms_in(format!("{base}.{f}"), v, Low::Above(0.0), 1e6)
     };
     let runtime = need("dl_runtime_ms", c.dl_runtime_ms)?;
     let period = need("dl_period_ms", c.dl_period_ms)?;
@@ -170,9 +183,9 @@ pub(crate) fn sched_attr(base: &str, c: &ProgramCommon) -> Result<SchedAttr, Sim
              its bandwidth is admitted over the whole root domain)",
         ));
     }
-    a.dl_runtime = (runtime * 1e6).round() as u64;
-    a.dl_deadline = (deadline * 1e6).round() as u64;
-    a.dl_period = (period * 1e6).round() as u64;
+    a.dl_runtime = ns(runtime);
+    a.dl_deadline = ns(deadline);
+    a.dl_period = ns(period);
     Ok(a)
 }
 
@@ -245,4 +258,66 @@ pub(crate) fn check_classes(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(path: &str, v: f64, low: Low) -> String {
+        ms_in(path, v, low, 1e6).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn ms_in_names_the_range_it_allows() {
+        assert_eq!(
+            msg("os.rt_period_ms", 0.0, Low::From(0.001)),
+            "os.rt_period_ms: 0 is out of range; allowed 0.001 to 1000000 (ms)"
+        );
+        assert_eq!(
+            msg("os.rt_runtime_ms", 2e6, Low::From(0.0)),
+            "os.rt_runtime_ms: 2000000 is out of range; allowed 0 to 1000000 (ms)"
+        );
+        assert_eq!(
+            msg("p.dl_period_ms", 0.0, Low::Above(0.0)),
+            "p.dl_period_ms: 0 is out of range; allowed more than 0 up to 1e6 (ms)"
+        );
+        assert_eq!(
+            msg("p.dl_runtime_ms", f64::NAN, Low::Above(0.0)),
+            "p.dl_runtime_ms: NaN is out of range; allowed more than 0 up to 1e6 (ms)"
+        );
+        assert_eq!(ms_in("x", 0.0, Low::From(0.0), 1e6), Ok(0.0));
+        assert_eq!(ms_in("x", 1e6, Low::Above(0.0), 1e6), Ok(1e6));
+        assert_eq!(ns(0.0015), 1500);
+    }
+
+    #[test]
+    fn budget_checks_the_period_then_the_runtime_then_both() {
+        let b = |r: f64, p: f64| {
+            budget(
+                ("fair_server_runtime_ms", r),
+                ("fair_server_period_ms", p, 0.1),
+            )
+            .map_err(|e| e.to_string())
+        };
+        assert_eq!(b(50.0, 1000.0), Ok((50_000_000, 1_000_000_000)));
+        assert_eq!(b(0.0, 0.1), Ok((0, 100_000)));
+        assert_eq!(
+            b(-1.0, 0.05),
+            Err(
+                "os.fair_server_period_ms: 0.05 is out of range; allowed 0.1 to 1000000 (ms)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            b(-1.0, 10.0),
+            Err("os.fair_server_runtime_ms: -1 is out of range; allowed 0 to 1000000 (ms)".into())
+        );
+        assert_eq!(
+            b(20.0, 10.0),
+            Err("os.fair_server_runtime_ms: 20 ms is longer than os.fair_server_period_ms = 10 ms; \
+                 allowed 0 to the period"
+                .into())
+        );
+    }
 }

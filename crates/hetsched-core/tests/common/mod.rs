@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests: parse a scenario, run it with
-//! the trace and the invariant checker on, or collect the error it gives.
+//! the trace and the invariant checker on, or collect the error it gives;
+//! build machines and programs; read run intervals, end times and frequency
+//! changes back from the results.
 
 #![allow(dead_code)] // each test file uses a different subset
 
@@ -7,6 +9,10 @@ use hetsched_core::metrics::RunResults;
 use hetsched_core::run;
 use hetsched_core::scenario::{parse, Format, Scenario};
 use hetsched_core::sim::RunOptions;
+use hetsched_core::trace::TraceEvent;
+
+/// One millisecond in nanoseconds.
+pub const MS: u64 = 1_000_000;
 
 /// Parse a TOML scenario; a parse error fails the test with its message.
 pub fn scn(text: &str) -> Scenario {
@@ -108,11 +114,75 @@ type = "core"
 cores = 4
 "#;
 
+/// `n` CPUs of one type `c` of capacity 1024 (speed 1: 1 ms of work takes
+/// 1 ms): the `[machine.types.c]` table and `n` `[[machine.cpus]]` entries.
+pub fn cpus(n: usize) -> String {
+    let mut s = String::from("[machine.types.c]\ncapacity = 1024\n");
+    for _ in 0..n {
+        s += "[[machine.cpus]]\ntype = \"c\"\n";
+    }
+    s
+}
+
+/// A sequential program `name` of `work_ms`, followed by the lines `extra`.
+pub fn sequential(name: &str, work_ms: f64, extra: &str) -> String {
+    format!(
+        "[[workload.programs]]\nname = \"{name}\"\nkind = \"sequential\"\nwork_ms = {work_ms}\n{extra}\n"
+    )
+}
+
 /// A sequential program `name` of `work_ms`, pinned to `cpu`.
 pub fn pinned(name: &str, cpu: u32, work_ms: f64) -> String {
-    format!(
-        "[[workload.programs]]\nname = \"{name}\"\nkind = \"sequential\"\nwork_ms = {work_ms}\naffinity = [{cpu}]\n"
-    )
+    sequential(name, work_ms, &format!("affinity = [{cpu}]"))
+}
+
+/// A `phases` program `name` whose phases are `phases` (the items of the
+/// TOML list); more keys of the program may follow it.
+pub fn phases(name: &str, phases: &str) -> String {
+    format!("[[workload.programs]]\nname = \"{name}\"\nkind = \"phases\"\nphases = [{phases}]\n")
+}
+
+/// The run intervals of `task` from the trace, in trace order, as (cpu,
+/// start ns, end ns); zero-length ones are dropped.
+pub fn run_intervals(r: &RunResults, task: usize) -> Vec<(usize, u64, u64)> {
+    r.trace
+        .iter()
+        .filter_map(|e| match *e {
+            TraceEvent::Run {
+                t_ns,
+                end_ns,
+                cpu,
+                task: t,
+            } if t == task && end_ns > t_ns => Some((cpu, t_ns, end_ns)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// End time of `task`, ms; fails the test if it did not end.
+pub fn end_ms(r: &RunResults, task: usize) -> f64 {
+    r.tasks[task].end_s.expect("task ended") * 1e3
+}
+
+/// Run time of `task` on CPUs of type `ty`, s (0 if it ran on none).
+pub fn on_type(r: &RunResults, task: usize, ty: &str) -> f64 {
+    r.tasks[task].run_s_by_type.get(ty).copied().unwrap_or(0.0)
+}
+
+/// Frequency changes of domain 0 as (time in ns, MHz), from the trace.
+pub fn freqs(r: &RunResults) -> Vec<(u64, u32)> {
+    r.trace
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Freq { t_ns, domain, mhz } if *domain == 0 => Some((*t_ns, *mhz)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `a` and `b` equal to within 1e-6 (ms or s, as the caller counts).
+pub fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
 }
 
 /// Completion time of program `name`, s.
