@@ -427,7 +427,7 @@ impl Scheduler for Cfs {
             let start = prev_ok.unwrap_or(0);
             if let Some(c) = self
                 .cap
-                .select_idle_capacity(cx, t, start, |c| self.is_idle(cx, c))
+                .select_idle_capacity(cx, t, start, &self.bal.idle, |c| self.is_idle(cx, c))
             {
                 return c;
             }
@@ -557,7 +557,10 @@ impl Scheduler for Cfs {
         }
         if self.cap.capacity_aware {
             // Misfit: the task no longer fits this CPU.
-            if let Some(dst) = self.cap.misfit_target(cx, t, cpu, |c| self.is_idle(cx, c)) {
+            if let Some(dst) = self
+                .cap
+                .misfit_target(cx, t, cpu, &self.bal.idle, |c| self.is_idle(cx, c))
+            {
                 cx.migrate(t, dst);
                 return;
             }

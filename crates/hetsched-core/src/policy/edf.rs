@@ -100,14 +100,21 @@ impl Scheduler for GlobalEdf {
             return c;
         }
         // No idle CPU: the one running the latest deadline (ties: highest id).
+        // The CPUs are visited from the highest id down, so the first one
+        // running a task without a deadline (`u64::MAX`, the latest there
+        // is) is the answer and ends the walk: with background tasks this
+        // costs a few CPUs, not the machine.
         let mut worst: Option<(u64, CpuId)> = None;
-        for c in 0..cx.ncpus() {
+        for c in (0..cx.ncpus()).rev() {
             if !aff.contains(c) || !cx.online(c) {
                 continue;
             }
             if let Some(d) = Self::running_deadline(cx, c) {
-                if worst.is_none_or(|w| (d, c) > w) {
+                if worst.is_none_or(|w| d > w.0) {
                     worst = Some((d, c));
+                    if d == u64::MAX {
+                        break;
+                    }
                 }
             }
         }

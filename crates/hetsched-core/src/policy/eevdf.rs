@@ -964,7 +964,7 @@ impl Scheduler for Eevdf {
             let start = prev_ok.unwrap_or(0);
             if let Some(c) = self
                 .cap
-                .select_idle_capacity(cx, t, start, |c| self.bal.is_idle(cx, c))
+                .select_idle_capacity(cx, t, start, &self.bal.idle, |c| self.bal.is_idle(cx, c))
             {
                 return c;
             }
@@ -1158,7 +1158,7 @@ impl Scheduler for Eevdf {
             // Misfit: the task no longer fits this CPU.
             let dst = self
                 .cap
-                .misfit_target(cx, t, cpu, |c| self.bal.is_idle(cx, c));
+                .misfit_target(cx, t, cpu, &self.bal.idle, |c| self.bal.is_idle(cx, c));
             if let Some(dst) = dst {
                 cx.migrate(t, dst);
                 return;

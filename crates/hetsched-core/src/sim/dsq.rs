@@ -87,6 +87,12 @@ pub struct DsqState {
     /// set by `dsq_insert_vtime`.
     vtime: Vec<u64>,
     idle: Vec<bool>,
+    /// The same idle bits as a bit mask (bit `c % 64` of word `c / 64`), so
+    /// that claiming an idle CPU visits only idle CPUs.
+    idle_bits: Vec<u64>,
+    /// Whether some CPU has SMT siblings (the machine's topology does not
+    /// change during a run); computed on first use.
+    smt: Option<bool>,
     /// Per CPU: a kick with preempt ended the running task's slice.
     preempt: Vec<bool>,
     /// Per CPU: generation of its slice-expiry event.
@@ -112,6 +118,16 @@ impl DsqState {
             slice: vec![SLICE_DFL_NS; ntasks],
             vtime: vec![0; ntasks],
             idle: vec![true; ncpus],
+            idle_bits: {
+                let mut w = vec![u64::MAX; ncpus.div_ceil(64)];
+                if ncpus % 64 != 0 {
+                    if let Some(last) = w.last_mut() {
+                        *last = (1u64 << (ncpus % 64)) - 1;
+                    }
+                }
+                w
+            },
+            smt: None,
             preempt: vec![false; ncpus],
             slice_gen: vec![0; ncpus],
             started: vec![SimTime::ZERO; ncpus],
@@ -119,6 +135,18 @@ impl DsqState {
             mode: Mode::Other,
             deferred: Vec::new(),
             dispatched: 0,
+        }
+    }
+
+    /// Set or clear `cpu`'s idle bit (in both forms).
+    #[inline]
+    fn set_idle(&mut self, cpu: CpuId, idle: bool) {
+        self.idle[cpu] = idle;
+        let bit = 1u64 << (cpu % 64);
+        if idle {
+            self.idle_bits[cpu / 64] |= bit;
+        } else {
+            self.idle_bits[cpu / 64] &= !bit;
         }
     }
 
@@ -230,18 +258,22 @@ impl DsqState {
     /// cores; claimed.
     fn claim_idle(&mut self, v: &View, t: TaskId) -> Option<CpuId> {
         let aff = &v.tasks[t].affinity;
-        let n = self.idle.len();
-        let ok = |s: &Self, c: CpuId| s.idle[c] && v.online[c] && aff.contains(c);
-        let smt = v.machine.cpus.iter().any(|c| !c.siblings.is_empty());
+        let smt = *self
+            .smt
+            .get_or_insert_with(|| v.machine.cpus.iter().any(|c| !c.siblings.is_empty()));
+        // The idle CPUs in ascending order, as a walk over every CPU would
+        // meet them.
+        let idle = || crate::os::set_bits(&self.idle_bits);
+        let ok = |c: CpuId| v.online[c] && aff.contains(c);
         let found = if smt {
-            (0..n)
-                .find(|&c| ok(self, c) && self.core_idle(v, c))
-                .or_else(|| (0..n).find(|&c| ok(self, c)))
+            idle()
+                .find(|&c| ok(c) && self.core_idle(v, c))
+                .or_else(|| idle().find(|&c| ok(c)))
         } else {
-            (0..n).find(|&c| ok(self, c))
+            idle().find(|&c| ok(c))
         };
         if let Some(c) = found {
-            self.idle[c] = false;
+            self.set_idle(c, false);
         }
         found
     }
@@ -381,7 +413,7 @@ impl DsqOps for DsqState {
         let aff = &v.tasks[t].affinity;
         let prev_ok = aff.contains(prev) && v.online[prev];
         if prev_ok && self.idle[prev] && self.core_idle(v, prev) {
-            self.idle[prev] = false;
+            self.set_idle(prev, false);
             return Ok((prev, true));
         }
         if let Some(c) = self.claim_idle(v, t) {
@@ -401,7 +433,11 @@ impl DsqOps for DsqState {
     }
 
     fn test_and_clear_cpu_idle(&mut self, v: &View, cpu: CpuId) -> bool {
-        v.online[cpu] && std::mem::replace(&mut self.idle[cpu], false)
+        if !v.online[cpu] || !self.idle[cpu] {
+            return false;
+        }
+        self.set_idle(cpu, false);
+        true
     }
 
     fn task_slice(&self, v: &View, t: TaskId) -> u64 {
@@ -808,7 +844,7 @@ impl Engine {
             prev = None;
         }
         if !self.online[cpu] {
-            self.dq().idle[cpu] = false;
+            self.dq().set_idle(cpu, false);
             return Ok(());
         }
         self.picking = Some(cpu);
@@ -841,7 +877,7 @@ impl Engine {
             Some(n) if self.current[cpu].is_none() => {
                 self.start_running(cpu, n)?;
                 if self.current[cpu] == Some(n) {
-                    self.dq().idle[cpu] = false;
+                    self.dq().set_idle(cpu, false);
                     self.dsq_arm_slice(cpu, n);
                 }
             }
@@ -853,7 +889,7 @@ impl Engine {
             None => {}
         }
         if self.current[cpu].is_none() {
-            self.dq().idle[cpu] = true;
+            self.dq().set_idle(cpu, true);
         }
         Ok(())
     }

@@ -44,6 +44,7 @@
 //! sees no host governor (as a Linux guest does not).
 
 use super::super::Ctx;
+use super::CpuBits;
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
 use crate::time::SimTime;
@@ -207,6 +208,42 @@ pub(in crate::policy) fn effective_perf(util: f64, umin: u32, umax: u32, orig: u
     (umin as f64).max(max)
 }
 
+/// The set bits of `words` in cyclic order from bit `start`: `start`,
+/// `start + 1`, ... to the last word's end, then from bit 0 up to `start`
+/// (the order of `(start + i) % n` for `i` in `0..n` over the members).
+fn cyclic_bits(words: &[u64], start: usize) -> impl Iterator<Item = usize> + '_ {
+    let (sw, sb) = (start / 64, start % 64);
+    let (head, tail) = if sw < words.len() {
+        // Bits of word `sw` at or above `sb` come first; those below, last.
+        let hi = words[sw] & (u64::MAX << sb);
+        let lo = words[sw] & !(u64::MAX << sb);
+        (Some((sw, hi)), Some((sw, lo)))
+    } else {
+        (None, None)
+    };
+    let after = words.iter().enumerate().skip(sw + 1).map(|(i, &w)| (i, w));
+    let before = words
+        .iter()
+        .enumerate()
+        .take(sw.min(words.len()))
+        .map(|(i, &w)| (i, w));
+    head.into_iter()
+        .chain(after)
+        .chain(before)
+        .chain(tail)
+        .flat_map(|(i, w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let b = w.trailing_zeros() as usize;
+                w &= w - 1;
+                Some(i * 64 + b)
+            })
+        })
+}
+
 /// Decay factor of PELT over `dt`.
 pub(in crate::policy) fn pelt_decay(dt: SimTime) -> f64 {
     0.5f64.powf(dt.0 as f64 * 1e-6 / PELT_HALFLIFE_MS)
@@ -307,6 +344,10 @@ pub(in crate::policy) struct CapAware {
     publish: bool,
     /// `sched_uclamp_used`: a task with clamps has been enqueued.
     uc_used: bool,
+    /// Some task of the run has clamps (computed once at the start; the
+    /// clamps are a program's and never change). Without any, the clamp
+    /// hooks return at once: `uc_used` could never turn on.
+    uc_any: bool,
     /// Per CPU: its runqueue's clamp aggregation.
     uc_rq: Vec<UclampRq>,
     /// Publish the runqueues' clamps for `schedutil` (the governor is
@@ -336,6 +377,7 @@ impl CapAware {
             rq_est: vec![0; n],
             publish: false,
             uc_used: false,
+            uc_any: true,
             uc_rq: vec![UclampRq::default(); n],
             uc_publish: false,
             post_init_util: false,
@@ -366,6 +408,7 @@ impl CapAware {
             self.track = true;
         }
         self.uc_publish = schedutil;
+        self.uc_any = (0..cx.ntasks()).any(|t| cx.task(t).uclamp.is_some());
     }
 
     fn at(&mut self, t: TaskId) -> &mut Load {
@@ -506,7 +549,11 @@ impl CapAware {
 
     /// `uclamp_rq_inc`: `t` becomes runnable on `cpu` (moved from another
     /// CPU if it counted there). The first task with clamps turns uclamp on.
+    #[inline]
     fn uc_inc(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        if !self.uc_any {
+            return;
+        }
         if cx.task(t).uclamp.is_some() {
             self.uc_used = true;
         }
@@ -524,7 +571,11 @@ impl CapAware {
     }
 
     /// `uclamp_rq_dec`: `t` is no longer runnable where it counted.
+    #[inline]
     fn uc_dec(&mut self, cx: &mut Ctx, t: TaskId) {
+        if !self.uc_any {
+            return;
+        }
         if let Some((c, v)) = self.load.get_mut(t).and_then(|l| l.uc_on.take()) {
             self.uc_rq[c].dec(v);
             self.uc_publish(cx, c);
@@ -606,21 +657,27 @@ impl CapAware {
     /// (`util_fits_cpu` with its clamps); else the idle CPU that fits but
     /// for its minimum clamp with the most original capacity; else the idle
     /// CPU with the most capacity; else none.
+    ///
+    /// `idle` holds every CPU for which `is_idle` can be true (the
+    /// balancer's CPUs with no task counted); only its members are visited,
+    /// in the same cyclic order from `start` as a walk over every CPU.
     pub(in crate::policy) fn select_idle_capacity(
         &self,
         cx: &Ctx,
         t: TaskId,
         start: CpuId,
+        idle: &CpuBits,
         is_idle: impl Fn(CpuId) -> bool,
     ) -> Option<CpuId> {
+        if idle.is_empty() {
+            return None;
+        }
         let util = self.task_util(cx, t);
         let [umin, umax] = Self::uclamp_eff(cx, t);
         let aff = &cx.task(t).affinity;
-        let n = cx.ncpus();
         // (fits, capacity, cpu): −1 before 0, then the most capacity.
         let mut best: Option<(i32, u32, CpuId)> = None;
-        for i in 0..n {
-            let c = (start + i) % n;
+        for c in cyclic_bits(&idle.words, start) {
             if !aff.contains(c) || !is_idle(c) {
                 continue;
             }
@@ -645,11 +702,15 @@ impl CapAware {
     /// (`task_fits_cpu`: `util_fits_cpu` with its clamps), the idle CPU with
     /// more capacity to move it to, the biggest first (active balancing of a
     /// misfit task).
+    ///
+    /// `idle` holds every CPU for which `is_idle` can be true; only its
+    /// members are visited.
     pub(in crate::policy) fn misfit_target(
         &self,
         cx: &Ctx,
         t: TaskId,
         cpu: CpuId,
+        idle: &CpuBits,
         is_idle: impl Fn(CpuId) -> bool,
     ) -> Option<CpuId> {
         let cap = self.fit_capacity(cx, cpu);
@@ -664,11 +725,11 @@ impl CapAware {
         } else {
             util * FIT_MARGIN <= cap as f64
         };
-        if fits {
+        if fits || idle.is_empty() {
             return None;
         }
         let aff = &cx.task(t).affinity;
-        (0..cx.ncpus())
+        idle.iter()
             .filter(|&c| aff.contains(c) && is_idle(c) && self.fit_capacity(cx, c) > cap)
             .max_by_key(|&c| (self.fit_capacity(cx, c), std::cmp::Reverse(c)))
     }
@@ -741,14 +802,16 @@ impl CapAware {
     ) -> Option<CpuId> {
         let n = cx.ncpus();
         let used = self.uc_used;
-        let caps: Vec<f64> = (0..n).map(|c| self.fit_capacity(cx, c) as f64).collect();
-        let orig: Vec<u32> = (0..n).map(|c| Self::cap_orig(cx, c)).collect();
+        // Capacities are read where needed: the over-utilisation check stops
+        // at the first over-utilised CPU.
+        let cap = |c: CpuId| self.fit_capacity(cx, c) as f64;
+        let orig = |c: CpuId| Self::cap_orig(cx, c);
         let over = |c: CpuId| {
             if used {
                 let (lo, hi) = self.uc_rq[c].get();
-                util_fits_cpu(utils[c], lo, hi, caps[c], orig[c], true) == 0
+                util_fits_cpu(utils[c], lo, hi, cap(c), orig(c), true) == 0
             } else {
-                utils[c] > OVERUTIL * caps[c]
+                utils[c] > OVERUTIL * cap(c)
             }
         };
         if (0..n).any(over) {
@@ -767,22 +830,22 @@ impl CapAware {
                 lo = lo.max(rlo);
                 hi = hi.max(rhi);
             }
-            util_fits_cpu(utils[c] + tu, lo, hi, caps[c], orig[c], used)
+            util_fits_cpu(utils[c] + tu, lo, hi, cap(c), orig(c), used)
         };
         // (fits rank, delta, not prev, cpu); rank 1 (fits) beats 0 (fits but
         // for uclamp_min), which compares original capacity first.
         let mut best: Option<(u8, f64, bool, CpuId)> = None;
         for d in 0..cx.machine.domains.len() {
             let cpus = &cx.machine.domains[d].cpus;
-            let fit: Vec<(CpuId, i32)> = cpus
+            // (cpu, fits, spare capacity) of the CPUs that fit.
+            let fit: Vec<(CpuId, i32, f64)> = cpus
                 .iter()
                 .map(|&c| (c, fits(c)))
                 .filter(|&(_, f)| f != 0)
+                .map(|(c, f)| (c, f, cap(c) - utils[c]))
                 .collect();
             let mut cands: Vec<CpuId> = Vec::new();
-            if let Some(&(c, _)) = fit.iter().max_by(|&&(a, fa), &&(b, fb)| {
-                let sa = caps[a] - utils[a];
-                let sb = caps[b] - utils[b];
+            if let Some(&(c, _, _)) = fit.iter().max_by(|&&(a, fa, sa), &&(b, fb, sb)| {
                 fa.cmp(&fb)
                     .then(sa.partial_cmp(&sb).unwrap_or(std::cmp::Ordering::Equal))
                     .then(b.cmp(&a))
@@ -790,7 +853,7 @@ impl CapAware {
                 cands.push(c);
             }
             if let Some(p) = prev.filter(|p| {
-                cpus.contains(p) && fit.iter().any(|&(c, _)| c == *p) && !cands.contains(p)
+                cpus.contains(p) && fit.iter().any(|&(c, _, _)| c == *p) && !cands.contains(p)
             }) {
                 cands.push(p);
             }
@@ -810,7 +873,7 @@ impl CapAware {
                 // among CPUs that fit but for uclamp_min, more original
                 // capacity first.
                 let delta = if rank == 0 {
-                    -(orig[c] as f64)
+                    -(orig(c) as f64)
                 } else {
                     with - base
                 };
@@ -945,6 +1008,34 @@ mod tests {
         assert_eq!(effective_perf(500.0, 0, 1024, 381), 381.0);
         // Inverted clamps: the minimum wins.
         assert_eq!(effective_perf(10.0, 512, 256, 1024), 512.0);
+    }
+
+    #[test]
+    fn cyclic_bits_follow_the_walk_from_start() {
+        // Every (start, member set) over 130 bits (three words): the order is
+        // that of `(start + i) % n` filtered to the members.
+        let n = 130;
+        let sets: [&[usize]; 5] = [
+            &[],
+            &[0],
+            &[129],
+            &[0, 5, 63, 64, 65, 127, 128, 129],
+            &[3, 64, 100],
+        ];
+        for members in sets {
+            let mut words = vec![0u64; 3];
+            for &c in members {
+                words[c / 64] |= 1 << (c % 64);
+            }
+            for start in 0..n {
+                let want: Vec<usize> = (0..n)
+                    .map(|i| (start + i) % n)
+                    .filter(|c| members.contains(c))
+                    .collect();
+                let got: Vec<usize> = cyclic_bits(&words, start).collect();
+                assert_eq!(got, want, "start {start}, members {members:?}");
+            }
+        }
     }
 
     #[test]
