@@ -109,6 +109,22 @@ struct CpuRt {
     idle_val: f64,
 }
 
+/// The host scheduler's tick wish set in place: only one that arms no tick
+/// (off, or the CPU idle, or a tick already armed); the engine's
+/// `want_tick` does the rest.
+impl crate::os::TickWishes for Vec<CpuRt> {
+    #[inline]
+    fn wish_in_place(&mut self, cpu: CpuId, on: bool, busy: bool) -> bool {
+        match self.get_mut(cpu) {
+            Some(c) if !on || !busy || c.tick_armed => {
+                c.tick_wanted = on;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Who issued the requests being applied (for error messages).
 #[derive(Copy, Clone, Debug)]
 enum Src {
@@ -282,9 +298,12 @@ pub struct Engine {
 /// Whose context [`Engine::ctx`] builds.
 #[derive(Copy, Clone, Debug)]
 enum CtxFor {
-    /// The host scheduler or the governor: the machine, with the dispatch
-    /// queues if the scheduler uses them.
+    /// The governor (or the host scheduler's `init`): the machine, with the
+    /// dispatch queues if the scheduler uses them.
     Host,
+    /// The host scheduler: as `Host`, and its tick wishes are set in place
+    /// (`Ctx::want_tick`).
+    Sched,
     /// An agent: the machine and the observations it samples.
     Agent,
     /// The guest scheduler of VM `k`: the VM's vCPUs.
@@ -455,6 +474,7 @@ impl Engine {
             dom_mhz,
             cpusets,
             cpu_rating,
+            cpus,
             reqs,
             rng,
             sched,
@@ -473,9 +493,13 @@ impl Engine {
             ..
         } = vm;
         let (sched, cx) = match who {
-            CtxFor::Host | CtxFor::Agent => {
+            CtxFor::Host | CtxFor::Sched | CtxFor::Agent => {
+                let ticks = match who {
+                    CtxFor::Sched => Some(cpus as &mut dyn crate::os::TickWishes),
+                    _ => None,
+                };
                 let (dsq, util) = match who {
-                    CtxFor::Host => (
+                    CtxFor::Host | CtxFor::Sched => (
                         dsq.as_deref_mut()
                             .map(|d| d as &mut dyn crate::policy::scx::DsqOps),
                         Some(util),
@@ -499,6 +523,7 @@ impl Engine {
                     fusion_levels: dynm.as_deref().map_or(&[], |d| d.fusion_levels()),
                     dsq,
                     util,
+                    ticks,
                 };
                 (sched, cx)
             }
@@ -524,6 +549,7 @@ impl Engine {
                     fusion_levels: &[],
                     dsq: None,
                     util: None,
+                    ticks: None,
                 };
                 (&mut g.sched, cx)
             }
@@ -534,7 +560,7 @@ impl Engine {
     /// Call the host scheduler with a host context.
     #[inline(always)]
     fn with_sched<R>(&mut self, f: impl FnOnce(&mut Box<dyn Scheduler>, &mut Ctx) -> R) -> R {
-        let (p, mut cx) = self.ctx(CtxFor::Host, &[]);
+        let (p, mut cx) = self.ctx(CtxFor::Sched, &[]);
         f(p.sched, &mut cx)
     }
 
