@@ -1778,9 +1778,11 @@ impl Engine {
                 }
             }
             let pc = task.pc as usize;
-            let op = task.ops[pc].clone();
             let p = task.program;
-            match op {
+            // Matched in place: only an operation with shared names (the
+            // last arm) is cloned, so the common ones touch no reference
+            // count and leave nothing to drop.
+            match task.ops[pc] {
                 Op::Compute { work, param } => {
                     self.tasks[t].pc += 1;
                     let w = self.jitter(p, work);
@@ -1842,7 +1844,8 @@ impl Engine {
                         return self.sleep_until(t, at);
                     }
                 }
-                other => {
+                ref other => {
+                    let other = other.clone();
                     // rt-app's operations act when the thread runs: a woken
                     // or new thread first gets a CPU (`sync.rs`).
                     if self.tasks[t].state != TaskState::Running {
