@@ -514,6 +514,16 @@ pub(super) struct Balancer {
     /// Per CPU, its SMT siblings (their `idlest` keys depend on it).
     siblings: Vec<Vec<CpuId>>,
     idlest: IdlestIndex,
+    /// `find_imbalance`'s per-group sums (kept between calls, all zero).
+    groups: std::cell::RefCell<GroupScratch>,
+}
+
+/// `find_imbalance`'s scratch: per group key (a CPU), the load, online CPUs
+/// and latest pull summed over the group; and the keys in use.
+#[derive(Clone, Debug)]
+struct GroupScratch {
+    acc: Vec<(u64, u64, SimTime)>,
+    keys: Vec<CpuId>,
 }
 
 impl Balancer {
@@ -556,6 +566,10 @@ impl Balancer {
                 dirty: vec![true; n],
                 dirty_list: (0..n).collect(),
             },
+            groups: std::cell::RefCell::new(GroupScratch {
+                acc: vec![(0, 0, SimTime::ZERO); n],
+                keys: Vec::with_capacity(n),
+            }),
         }
     }
 
@@ -773,8 +787,11 @@ impl Balancer {
     /// between CPUs go to the one that pulled longest ago, then the lowest id.
     fn find_imbalance(&self, cx: &Ctx, cpu: CpuId, span: &[CpuId]) -> Option<(CpuId, u64)> {
         let size = span.len();
-        // (group key, load, online CPUs, latest pull into the group)
-        let mut groups: Vec<(CpuId, u64, u64, SimTime)> = Vec::new();
+        // Per group key: (load, online CPUs, latest pull into the group),
+        // summed in a scratch table indexed by the key (no allocation, no
+        // sort: nothing below depends on the order of the groups).
+        let mut scratch = self.groups.borrow_mut();
+        let GroupScratch { acc, keys } = &mut *scratch;
         let mut mine = None;
         for &c in span {
             if !cx.online(c) {
@@ -784,35 +801,41 @@ impl Balancer {
             if c == cpu {
                 mine = Some(key);
             }
-            groups.push((key, self.load[c], 1, self.last_pull[c]));
-        }
-        groups.sort_unstable_by_key(|g| g.0);
-        groups.dedup_by(|b, a| {
-            if a.0 == b.0 {
-                a.1 += b.1;
-                a.2 += b.2;
-                a.3 = a.3.max(b.3);
-                true
-            } else {
-                false
+            let a = &mut acc[key];
+            if a.1 == 0 {
+                keys.push(key);
             }
-        });
-        let mine = mine?;
-        let avg = |g: &(CpuId, u64, u64, SimTime)| g.1 * NICE_0_LOAD / g.2;
-        let (load, n) = groups.iter().fold((0, 0), |(l, n), g| (l + g.1, n + g.2));
-        let all = load * NICE_0_LOAD / n.max(1);
-        let src = groups.iter().find(|g| g.0 == mine)?;
-        let dst = groups
-            .iter()
-            .filter(|g| g.0 != mine)
-            .min_by_key(|g| (avg(g), g.3, g.0))?;
-        let (a_src, a_dst) = (avg(src), avg(dst));
-        if a_src <= all || a_dst >= all {
-            return None;
+            a.0 += self.load[c];
+            a.1 += 1;
+            a.2 = a.2.max(self.last_pull[c]);
         }
-        let imbalance = ((a_src - all) * src.2).min((all - a_dst) * dst.2) / NICE_0_LOAD;
+        let found = (|| {
+            let mine = mine?;
+            let avg = |k: CpuId| acc[k].0 * NICE_0_LOAD / acc[k].1;
+            let (load, n) = keys
+                .iter()
+                .fold((0, 0), |(l, n), &k| (l + acc[k].0, n + acc[k].1));
+            let all = load * NICE_0_LOAD / n.max(1);
+            let dst = keys
+                .iter()
+                .copied()
+                .filter(|&k| k != mine)
+                .min_by_key(|&k| (avg(k), acc[k].2, k))?;
+            let (a_src, a_dst) = (avg(mine), avg(dst));
+            if a_src <= all || a_dst >= all {
+                return None;
+            }
+            let imbalance =
+                ((a_src - all) * acc[mine].1).min((all - a_dst) * acc[dst].1) / NICE_0_LOAD;
+            Some((dst, imbalance))
+        })();
+        for &k in keys.iter() {
+            acc[k] = (0, 0, SimTime::ZERO);
+        }
+        keys.clear();
+        drop(scratch);
+        let (dst_key, imbalance) = found?;
         // The least loaded CPU of that group takes the task(s).
-        let dst_key = dst.0;
         let target = span
             .iter()
             .copied()
