@@ -809,26 +809,31 @@ impl Balancer {
             a.1 += 1;
             a.2 = a.2.max(self.last_pull[c]);
         }
-        let found = (|| {
-            let mine = mine?;
+        let found = 'found: {
+            let Some(mine) = mine else {
+                break 'found None;
+            };
             let avg = |k: CpuId| acc[k].0 * NICE_0_LOAD / acc[k].1;
             let (load, n) = keys
                 .iter()
                 .fold((0, 0), |(l, n), &k| (l + acc[k].0, n + acc[k].1));
             let all = load * NICE_0_LOAD / n.max(1);
-            let dst = keys
+            let Some(dst) = keys
                 .iter()
                 .copied()
                 .filter(|&k| k != mine)
-                .min_by_key(|&k| (avg(k), acc[k].2, k))?;
+                .min_by_key(|&k| (avg(k), acc[k].2, k))
+            else {
+                break 'found None;
+            };
             let (a_src, a_dst) = (avg(mine), avg(dst));
             if a_src <= all || a_dst >= all {
-                return None;
+                break 'found None;
             }
             let imbalance =
                 ((a_src - all) * acc[mine].1).min((all - a_dst) * acc[dst].1) / NICE_0_LOAD;
             Some((dst, imbalance))
-        })();
+        };
         for &k in keys.iter() {
             acc[k] = (0, 0, SimTime::ZERO);
         }
