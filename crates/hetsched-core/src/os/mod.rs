@@ -417,3 +417,11 @@ pub(crate) fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
         })
     })
 }
+
+/// The engine's per-CPU tick wishes, as the host scheduler may set them in
+/// place through its context (`Ctx::want_tick`; the engine implements it).
+pub(crate) trait TickWishes {
+    /// Set `cpu`'s wish to `on` if that arms no tick (`busy`: `cpu` runs a
+    /// task); false, changing nothing, if it would (or `cpu` does not exist).
+    fn wish_in_place(&mut self, cpu: CpuId, on: bool, busy: bool) -> bool;
+}

@@ -6,7 +6,7 @@
 use super::governors::UtilChannel;
 use super::scx;
 use crate::hw::{CpuId, Machine};
-use crate::os::{Task, TaskId};
+use crate::os::{Task, TaskId, TickWishes};
 use crate::time::SimTime;
 use rand::RngCore;
 
@@ -171,6 +171,9 @@ pub struct Ctx<'a> {
     /// The util_est channel of the host's scheduler and governor (`None`
     /// for agents and guest schedulers: a VM's guest sees no host governor).
     pub(crate) util: Option<&'a mut UtilChannel>,
+    /// The host CPUs' tick wishes, lent to the host scheduler only (`None`
+    /// for every other context): see [`Ctx::want_tick`].
+    pub(crate) ticks: Option<&'a mut dyn TickWishes>,
 }
 
 impl<'a> Ctx<'a> {
@@ -333,8 +336,21 @@ impl<'a> Ctx<'a> {
         self.reqs.push(Request::SetNice { task, nice });
     }
     /// Request: ticks on `cpu` while busy (`on`), or none.
+    ///
+    /// The host scheduler states its wish on almost every callback, and it
+    /// usually arms nothing; such a wish, when it is the callback's first
+    /// request, is set in place at once, which is what applying it first
+    /// after the callback would do. Any other wish is recorded as a request.
     #[inline]
     pub fn want_tick(&mut self, cpu: CpuId, on: bool) {
+        if self.reqs.is_empty() {
+            if let Some(tw) = self.ticks.as_deref_mut() {
+                let busy = self.current.get(cpu).is_some_and(Option::is_some);
+                if tw.wish_in_place(cpu, on, busy) {
+                    return;
+                }
+            }
+        }
         self.reqs.push(Request::WantTick { cpu, on });
     }
     /// Request: a timer callback at `at` with `token`.

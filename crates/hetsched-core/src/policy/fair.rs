@@ -300,10 +300,26 @@ impl SpanMask {
 /// holds an overloaded CPU's `(load + 1) << 32 | (u32::MAX − cpu)` (0 for
 /// any other CPU), so the maximum over a span's positions is its busiest
 /// overloaded CPU, the lowest-numbered among equals, in O(log n).
+///
+/// Kept lazily: every enqueue and dequeue sets a leaf, but only newidle
+/// balancing reads the tree, so a set only records the leaf's new value and
+/// marks it; the marked leaves' paths to the root are brought up to date by
+/// the next [`BusiestTree::max`] (same answers, as it sees every set).
 #[derive(Clone, Debug)]
 struct BusiestTree {
     size: usize,
+    /// The leaves' latest values (by position).
+    leaf: Vec<u128>,
+    /// The tree and the positions set since it was last brought up to date
+    /// (interior mutability: a reader updates it).
+    lazy: std::cell::RefCell<LazyTree>,
+}
+
+#[derive(Clone, Debug)]
+struct LazyTree {
     t: Vec<u128>,
+    marked: Vec<bool>,
+    pending: Vec<u32>,
 }
 
 impl BusiestTree {
@@ -311,7 +327,12 @@ impl BusiestTree {
         let size = n.next_power_of_two().max(1);
         BusiestTree {
             size,
-            t: vec![0; 2 * size],
+            leaf: vec![0; size],
+            lazy: std::cell::RefCell::new(LazyTree {
+                t: vec![0; 2 * size],
+                marked: vec![false; size],
+                pending: Vec::new(),
+            }),
         }
     }
 
@@ -323,35 +344,51 @@ impl BusiestTree {
         (u32::MAX - key as u32) as CpuId
     }
 
+    /// Position `pos` now holds `v` (recorded; the tree catches up at the
+    /// next [`BusiestTree::max`]).
     #[inline]
     fn set(&mut self, pos: usize, v: u128) {
-        let mut i = pos + self.size;
-        if self.t[i] == v {
+        if self.leaf[pos] == v {
             return;
         }
-        self.t[i] = v;
-        while i > 1 {
-            i /= 2;
-            let m = self.t[2 * i].max(self.t[2 * i + 1]);
-            if self.t[i] == m {
-                break;
-            }
-            self.t[i] = m;
+        self.leaf[pos] = v;
+        let lz = self.lazy.get_mut();
+        if !lz.marked[pos] {
+            lz.marked[pos] = true;
+            lz.pending.push(pos as u32);
         }
     }
 
     /// The maximum over positions `lo..hi` (0: none).
     fn max(&self, lo: usize, hi: usize) -> u128 {
+        let mut lz = self.lazy.borrow_mut();
+        let lz = &mut *lz;
+        for &p in &lz.pending {
+            let p = p as usize;
+            lz.marked[p] = false;
+            let mut i = p + self.size;
+            lz.t[i] = self.leaf[p];
+            while i > 1 {
+                i /= 2;
+                let m = lz.t[2 * i].max(lz.t[2 * i + 1]);
+                if lz.t[i] == m {
+                    break;
+                }
+                lz.t[i] = m;
+            }
+        }
+        lz.pending.clear();
+        let t = &lz.t;
         let (mut l, mut r) = (lo + self.size, hi + self.size);
         let mut best = 0;
         while l < r {
             if l & 1 == 1 {
-                best = best.max(self.t[l]);
+                best = best.max(t[l]);
                 l += 1;
             }
             if r & 1 == 1 {
                 r -= 1;
-                best = best.max(self.t[r]);
+                best = best.max(t[r]);
             }
             l /= 2;
             r /= 2;
@@ -477,6 +514,16 @@ pub(super) struct Balancer {
     /// Per CPU, its SMT siblings (their `idlest` keys depend on it).
     siblings: Vec<Vec<CpuId>>,
     idlest: IdlestIndex,
+    /// `find_imbalance`'s per-group sums (kept between calls, all zero).
+    groups: std::cell::RefCell<GroupScratch>,
+}
+
+/// `find_imbalance`'s scratch: per group key (a CPU), the load, online CPUs
+/// and latest pull summed over the group; and the keys in use.
+#[derive(Clone, Debug)]
+struct GroupScratch {
+    acc: Vec<(u64, u64, SimTime)>,
+    keys: Vec<CpuId>,
 }
 
 impl Balancer {
@@ -519,6 +566,10 @@ impl Balancer {
                 dirty: vec![true; n],
                 dirty_list: (0..n).collect(),
             },
+            groups: std::cell::RefCell::new(GroupScratch {
+                acc: vec![(0, 0, SimTime::ZERO); n],
+                keys: Vec::with_capacity(n),
+            }),
         }
     }
 
@@ -736,8 +787,11 @@ impl Balancer {
     /// between CPUs go to the one that pulled longest ago, then the lowest id.
     fn find_imbalance(&self, cx: &Ctx, cpu: CpuId, span: &[CpuId]) -> Option<(CpuId, u64)> {
         let size = span.len();
-        // (group key, load, online CPUs, latest pull into the group)
-        let mut groups: Vec<(CpuId, u64, u64, SimTime)> = Vec::new();
+        // Per group key: (load, online CPUs, latest pull into the group),
+        // summed in a scratch table indexed by the key (no allocation, no
+        // sort: nothing below depends on the order of the groups).
+        let mut scratch = self.groups.borrow_mut();
+        let GroupScratch { acc, keys } = &mut *scratch;
         let mut mine = None;
         for &c in span {
             if !cx.online(c) {
@@ -747,35 +801,46 @@ impl Balancer {
             if c == cpu {
                 mine = Some(key);
             }
-            groups.push((key, self.load[c], 1, self.last_pull[c]));
-        }
-        groups.sort_unstable_by_key(|g| g.0);
-        groups.dedup_by(|b, a| {
-            if a.0 == b.0 {
-                a.1 += b.1;
-                a.2 += b.2;
-                a.3 = a.3.max(b.3);
-                true
-            } else {
-                false
+            let a = &mut acc[key];
+            if a.1 == 0 {
+                keys.push(key);
             }
-        });
-        let mine = mine?;
-        let avg = |g: &(CpuId, u64, u64, SimTime)| g.1 * NICE_0_LOAD / g.2;
-        let (load, n) = groups.iter().fold((0, 0), |(l, n), g| (l + g.1, n + g.2));
-        let all = load * NICE_0_LOAD / n.max(1);
-        let src = groups.iter().find(|g| g.0 == mine)?;
-        let dst = groups
-            .iter()
-            .filter(|g| g.0 != mine)
-            .min_by_key(|g| (avg(g), g.3, g.0))?;
-        let (a_src, a_dst) = (avg(src), avg(dst));
-        if a_src <= all || a_dst >= all {
-            return None;
+            a.0 += self.load[c];
+            a.1 += 1;
+            a.2 = a.2.max(self.last_pull[c]);
         }
-        let imbalance = ((a_src - all) * src.2).min((all - a_dst) * dst.2) / NICE_0_LOAD;
+        let found = 'found: {
+            let Some(mine) = mine else {
+                break 'found None;
+            };
+            let avg = |k: CpuId| acc[k].0 * NICE_0_LOAD / acc[k].1;
+            let (load, n) = keys
+                .iter()
+                .fold((0, 0), |(l, n), &k| (l + acc[k].0, n + acc[k].1));
+            let all = load * NICE_0_LOAD / n.max(1);
+            let Some(dst) = keys
+                .iter()
+                .copied()
+                .filter(|&k| k != mine)
+                .min_by_key(|&k| (avg(k), acc[k].2, k))
+            else {
+                break 'found None;
+            };
+            let (a_src, a_dst) = (avg(mine), avg(dst));
+            if a_src <= all || a_dst >= all {
+                break 'found None;
+            }
+            let imbalance =
+                ((a_src - all) * acc[mine].1).min((all - a_dst) * acc[dst].1) / NICE_0_LOAD;
+            Some((dst, imbalance))
+        };
+        for &k in keys.iter() {
+            acc[k] = (0, 0, SimTime::ZERO);
+        }
+        keys.clear();
+        drop(scratch);
+        let (dst_key, imbalance) = found?;
         // The least loaded CPU of that group takes the task(s).
-        let dst_key = dst.0;
         let target = span
             .iter()
             .copied()
@@ -1035,10 +1100,14 @@ mod tests {
         }
 
         /// The busiest-CPU tree's maximum over any range of positions is the
-        /// most loaded overloaded CPU there, the lowest-numbered among equals.
+        /// most loaded overloaded CPU there, the lowest-numbered among equals,
+        /// also when reads come between sets (the tree catches up lazily).
         #[test]
         fn busiest_tree_matches_a_scan(
-            ops in proptest::collection::vec((0usize..40, 0u64..6, any::<bool>()), 1..200),
+            ops in proptest::collection::vec(
+                (0usize..40, 0u64..6, any::<bool>(), proptest::option::of((0usize..40, 0usize..40))),
+                1..200,
+            ),
             lo in 0usize..40,
             len in 0usize..40,
         ) {
@@ -1046,17 +1115,25 @@ mod tests {
             let mut tree = BusiestTree::new(n);
             // Position p holds CPU 39 − p: positions and ids in opposite orders.
             let mut state: Vec<Option<u64>> = vec![None; n];
-            for (p, load, over) in ops {
+            let scan = |state: &[Option<u64>], lo: usize, hi: usize| {
+                (lo..hi)
+                    .filter_map(|p| state[p].map(|l| (l, n - 1 - p)))
+                    .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+                    .map(|w| w.1)
+            };
+            for (p, load, over, read) in ops {
                 let cpu = n - 1 - p;
                 state[p] = over.then_some(load);
                 tree.set(p, if over { BusiestTree::key(load, cpu) } else { 0 });
+                if let Some((rlo, rlen)) = read {
+                    let rhi = (rlo + rlen).min(n);
+                    let got = tree.max(rlo, rhi);
+                    prop_assert_eq!((got != 0).then(|| BusiestTree::cpu_of(got)), scan(&state, rlo, rhi));
+                }
             }
             let hi = (lo + len).min(n);
             let got = tree.max(lo, hi);
-            let want = (lo..hi)
-                .filter_map(|p| state[p].map(|l| (l, n - 1 - p)))
-                .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-            prop_assert_eq!((got != 0).then(|| BusiestTree::cpu_of(got)), want.map(|w| w.1));
+            prop_assert_eq!((got != 0).then(|| BusiestTree::cpu_of(got)), scan(&state, lo, hi));
         }
 
         /// The CPU bit set agrees with a B-tree set on membership, size and

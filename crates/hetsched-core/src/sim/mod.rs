@@ -109,6 +109,22 @@ struct CpuRt {
     idle_val: f64,
 }
 
+/// The host scheduler's tick wish set in place: only one that arms no tick
+/// (off, or the CPU idle, or a tick already armed); the engine's
+/// `want_tick` does the rest.
+impl crate::os::TickWishes for Vec<CpuRt> {
+    #[inline]
+    fn wish_in_place(&mut self, cpu: CpuId, on: bool, busy: bool) -> bool {
+        match self.get_mut(cpu) {
+            Some(c) if !on || !busy || c.tick_armed => {
+                c.tick_wanted = on;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Who issued the requests being applied (for error messages).
 #[derive(Copy, Clone, Debug)]
 enum Src {
@@ -290,9 +306,12 @@ pub struct Engine {
 /// Whose context [`Engine::ctx`] builds.
 #[derive(Copy, Clone, Debug)]
 enum CtxFor {
-    /// The host scheduler or the governor: the machine, with the dispatch
-    /// queues if the scheduler uses them.
+    /// The governor (or the host scheduler's `init`): the machine, with the
+    /// dispatch queues if the scheduler uses them.
     Host,
+    /// The host scheduler: as `Host`, and its tick wishes are set in place
+    /// (`Ctx::want_tick`).
+    Sched,
     /// An agent: the machine and the observations it samples.
     Agent,
     /// The guest scheduler of VM `k`: the VM's vCPUs.
@@ -464,6 +483,7 @@ impl Engine {
             dom_mhz,
             cpusets,
             cpu_rating,
+            cpus,
             reqs,
             rng,
             sched,
@@ -482,9 +502,13 @@ impl Engine {
             ..
         } = vm;
         let (sched, cx) = match who {
-            CtxFor::Host | CtxFor::Agent => {
+            CtxFor::Host | CtxFor::Sched | CtxFor::Agent => {
+                let ticks = match who {
+                    CtxFor::Sched => Some(cpus as &mut dyn crate::os::TickWishes),
+                    _ => None,
+                };
                 let (dsq, util) = match who {
-                    CtxFor::Host => (
+                    CtxFor::Host | CtxFor::Sched => (
                         dsq.as_deref_mut()
                             .map(|d| d as &mut dyn crate::policy::scx::DsqOps),
                         Some(util),
@@ -508,6 +532,7 @@ impl Engine {
                     fusion_levels: dynm.as_deref().map_or(&[], |d| d.fusion_levels()),
                     dsq,
                     util,
+                    ticks,
                 };
                 (sched, cx)
             }
@@ -533,6 +558,7 @@ impl Engine {
                     fusion_levels: &[],
                     dsq: None,
                     util: None,
+                    ticks: None,
                 };
                 (&mut g.sched, cx)
             }
@@ -543,7 +569,7 @@ impl Engine {
     /// Call the host scheduler with a host context.
     #[inline(always)]
     fn with_sched<R>(&mut self, f: impl FnOnce(&mut Box<dyn Scheduler>, &mut Ctx) -> R) -> R {
-        let (p, mut cx) = self.ctx(CtxFor::Host, &[]);
+        let (p, mut cx) = self.ctx(CtxFor::Sched, &[]);
         f(p.sched, &mut cx)
     }
 
@@ -1772,9 +1798,11 @@ impl Engine {
                 }
             }
             let pc = task.pc as usize;
-            let op = task.ops[pc].clone();
             let p = task.program;
-            match op {
+            // Matched in place: only an operation with shared names (the
+            // last arm) is cloned, so the common ones touch no reference
+            // count and leave nothing to drop.
+            match task.ops[pc] {
                 Op::Compute { work, param } => {
                     self.tasks[t].pc += 1;
                     let w = self.jitter(p, work);
@@ -1836,7 +1864,8 @@ impl Engine {
                         return self.sleep_until(t, at);
                     }
                 }
-                other => {
+                ref other => {
+                    let other = other.clone();
                     // rt-app's operations act when the thread runs: a woken
                     // or new thread first gets a CPU (`sync.rs`).
                     if self.tasks[t].state != TaskState::Running {
