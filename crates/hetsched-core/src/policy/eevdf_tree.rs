@@ -171,6 +171,12 @@ impl EligTree {
         }
     }
 
+    /// Whether nothing is queued.
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Queue `key` with vruntime `v` (the key must not be queued).
     #[inline]
     pub fn insert(&mut self, key: Key, v: i64) {

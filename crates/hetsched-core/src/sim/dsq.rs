@@ -120,7 +120,7 @@ impl DsqState {
             idle: vec![true; ncpus],
             idle_bits: {
                 let mut w = vec![u64::MAX; ncpus.div_ceil(64)];
-                if ncpus % 64 != 0 {
+                if !ncpus.is_multiple_of(64) {
                     if let Some(last) = w.last_mut() {
                         *last = (1u64 << (ncpus % 64)) - 1;
                     }
