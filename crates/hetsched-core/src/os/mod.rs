@@ -405,16 +405,19 @@ pub struct VcpuInfo {
 /// The set bits of a bit mask stored as 64-bit words, in ascending order
 /// (bit `b` of word `i` is member `i × 64 + b`).
 pub(crate) fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
-    words.iter().enumerate().flat_map(|(i, &w)| {
-        let mut w = w;
-        std::iter::from_fn(move || {
-            if w == 0 {
-                return None;
-            }
-            let b = w.trailing_zeros() as usize;
-            w &= w - 1;
-            Some(i * 64 + b)
-        })
+    words.iter().enumerate().flat_map(|(i, &w)| word_bits(i, w))
+}
+
+/// The set bits of word `i` of a bit mask (members `i × 64 + b`), in
+/// ascending order.
+pub(crate) fn word_bits(i: usize, mut w: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if w == 0 {
+            return None;
+        }
+        let b = w.trailing_zeros() as usize;
+        w &= w - 1;
+        Some(i * 64 + b)
     })
 }
 

@@ -231,17 +231,7 @@ fn cyclic_bits(words: &[u64], start: usize) -> impl Iterator<Item = usize> + '_ 
         .chain(after)
         .chain(before)
         .chain(tail)
-        .flat_map(|(i, w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let b = w.trailing_zeros() as usize;
-                w &= w - 1;
-                Some(i * 64 + b)
-            })
-        })
+        .flat_map(|(i, w)| crate::os::word_bits(i, w))
 }
 
 /// Decay factor of PELT over `dt`.
