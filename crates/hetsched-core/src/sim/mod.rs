@@ -2056,11 +2056,8 @@ impl Engine {
                 if popped - last_cb_popped >= CHECK_EVENTS || last_cb_wall.elapsed() >= CHECK_WALL {
                     last_cb_popped = popped;
                     last_cb_wall = std::time::Instant::now();
-                    if let Some(cb) = progress.as_mut() {
-                        if let Err(m) = cb(self.now.as_secs_f64(), end_s) {
-                            self.interrupt(m, end_s);
-                            break;
-                        }
+                    if self.ask(&mut progress, end_s) {
+                        break;
                     }
                 }
             }
@@ -2094,11 +2091,8 @@ impl Engine {
                 while let Some((p, from)) = self.starting.take() {
                     if last_cb_wall.elapsed() >= CHECK_WALL {
                         last_cb_wall = std::time::Instant::now();
-                        if let Some(cb) = progress.as_mut() {
-                            if let Err(m) = cb(self.now.as_secs_f64(), end_s) {
-                                self.interrupt(m, end_s);
-                                break;
-                            }
+                        if self.ask(&mut progress, end_s) {
+                            break;
                         }
                     }
                     self.start_threads(p, from)?;
@@ -2118,11 +2112,8 @@ impl Engine {
             }
             if self.now >= next_progress {
                 next_progress = self.now + step_progress;
-                if let Some(cb) = progress.as_mut() {
-                    if let Err(m) = cb(self.now.as_secs_f64(), end_s) {
-                        self.interrupt(m, end_s);
-                        break;
-                    }
+                if self.ask(&mut progress, end_s) {
+                    break;
                 }
             }
         }
@@ -2177,6 +2168,21 @@ impl Engine {
 
     /// The progress callback asked to stop (Ctrl-C): the run ends at the
     /// current instant and its results so far are kept, marked partial.
+    /// Report progress to the callback, if there is one; when it answers
+    /// with an error (Ctrl-C), mark the run interrupted and return true.
+    fn ask(&mut self, progress: &mut Option<Progress>, end_s: f64) -> bool {
+        let Some(cb) = progress.as_mut() else {
+            return false;
+        };
+        match cb(self.now.as_secs_f64(), end_s) {
+            Ok(()) => false,
+            Err(m) => {
+                self.interrupt(m, end_s);
+                true
+            }
+        }
+    }
+
     fn interrupt(&mut self, why: String, end_s: f64) {
         let now_s = self.now.as_secs_f64();
         self.warnings.push(format!(
