@@ -109,6 +109,22 @@ impl Scenario {
     }
 }
 
+/// The check a scenario's load or build calls every few thousand threads:
+/// Python's pending signals, whose exception (Ctrl-C's KeyboardInterrupt)
+/// is kept in `raised` for the caller to raise once the core has stopped.
+fn signal_check<'a>(
+    py: Python<'a>,
+    raised: &'a mut Option<PyErr>,
+    stage: &'static str,
+) -> impl FnMut() -> Result<(), String> + 'a {
+    move || {
+        py.check_signals().map_err(|e| {
+            *raised = Some(e);
+            format!("interrupted while the scenario was {stage}")
+        })
+    }
+}
+
 #[pyfunction]
 #[pyo3(signature = (text, source="<string>", overrides=Vec::new(), fmt="toml"))]
 fn parse_scenario(
@@ -130,12 +146,13 @@ fn parse_scenario(
     // A scenario of a million threads takes a second or more to validate:
     // signals are checked while its threads are built.
     let mut raised: Option<PyErr> = None;
-    let parsed = scenario::parse_interruptible(text, source, f, &overrides, &mut || {
-        py.check_signals().map_err(|e| {
-            raised = Some(e);
-            "interrupted while the scenario was loaded".to_string()
-        })
-    });
+    let parsed = scenario::parse_interruptible(
+        text,
+        source,
+        f,
+        &overrides,
+        &mut signal_check(py, &mut raised, "loaded"),
+    );
     if let Some(e) = raised {
         return Err(e);
     }
@@ -905,13 +922,11 @@ fn run(
     let mut raised: Option<PyErr> = None;
     let built = scenario
         .inner
-        .build_interruptible(sched, py_agents, &mut || match py.check_signals() {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                raised = Some(e);
-                Err("interrupted while the scenario was built".to_string())
-            }
-        })
+        .build_interruptible(
+            sched,
+            py_agents,
+            &mut signal_check(py, &mut raised, "built"),
+        )
         .and_then(|setup| {
             hetsched_core::sim::dsq::check_supported(&setup)?;
             Ok(setup)
