@@ -247,31 +247,37 @@ pub struct RunResults {
 /// `h = (n − 1) q`, `x[⌊h⌋] + (h − ⌊h⌋)(x[⌊h⌋ + 1] − x[⌊h⌋])` (numpy's
 /// default `percentile`, Hyndman and Fan's definition 7). None when empty.
 pub fn quantile(sorted: &[u64], q: f64) -> Option<f64> {
-    let n = sorted.len();
+    let (lo, frac) = rank(sorted.len(), q)?;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    Some(between(sorted[lo], sorted[hi], frac))
+}
+
+/// Where the `q`-quantile of `n` samples falls: the lower rank `⌊h⌋` and
+/// the fraction `h − ⌊h⌋` towards the next, `h = (n − 1) q`. None when
+/// `n` is 0.
+fn rank(n: usize, q: f64) -> Option<(usize, f64)> {
     if n == 0 {
         return None;
     }
     let h = (n - 1) as f64 * q.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    let (a, b) = (sorted[lo] as f64, sorted[hi] as f64);
-    Some(a + (h - lo as f64) * (b - a))
+    Some((lo, h - lo as f64))
+}
+
+/// `a + frac (b − a)`, as f64.
+fn between(a: u64, b: u64, frac: f64) -> f64 {
+    let (a, b) = (a as f64, b as f64);
+    a + frac * (b - a)
 }
 
 /// [`quantile`] of unsorted samples, by selection (O(n) where sorting is
 /// O(n log n)): the sample of rank `⌊h⌋` is put in place, and the next
 /// rank's is the smallest of those after it. Reorders `v`.
 fn quantile_select(v: &mut [u64], q: f64) -> Option<f64> {
-    let n = v.len();
-    if n == 0 {
-        return None;
-    }
-    let h = (n - 1) as f64 * q.clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
+    let (lo, frac) = rank(v.len(), q)?;
     let (_, &mut a, above) = v.select_nth_unstable(lo);
     let b = above.iter().copied().min().unwrap_or(a);
-    let (a, b) = (a as f64, b as f64);
-    Some(a + (h - lo as f64) * (b - a))
+    Some(between(a, b, frac))
 }
 
 /// Median, 99th percentile and largest wake-up latency, ms.
