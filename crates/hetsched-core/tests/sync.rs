@@ -238,9 +238,9 @@ fn suspend_and_resume_are_the_condition_variable_and_mutex_of_their_name() {
 
 #[test]
 fn a_shared_barrier_waits_for_every_thread_that_names_it() {
-    let r = go(&format!(
-        "{}{}{}",
-        machine(2),
+    // A computes 2 ms and B 5 ms before the barrier, then 1 ms each.
+    let ab = format!(
+        "{}{}",
         phases(
             "a",
             "{ compute_ms = 2 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
@@ -249,22 +249,15 @@ fn a_shared_barrier_waits_for_every_thread_that_names_it() {
             "b",
             "{ compute_ms = 5 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
         )
-    ));
+    );
+    let r = go(&format!("{}{ab}", machine(2)));
     assert_eq!(runs(&r, 0), vec![(0.0, 2.0), (5.0, 6.0)]);
     assert_eq!(runs(&r, 1), vec![(0.0, 6.0)]);
     // A member that exited no longer counts: C leaves at 1 ms without
     // arriving, so A and B meet at 5 ms.
     let r = go(&format!(
-        "{}{}{}{}",
+        "{}{ab}{}",
         machine(3),
-        phases(
-            "a",
-            "{ compute_ms = 2 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
-        ),
-        phases(
-            "b",
-            "{ compute_ms = 5 }, { shared_barrier = \"b\" }, { compute_ms = 1 }"
-        ),
         phases("c", "{ compute_ms = 1 }, { shared_barrier = \"b\" }")
             .replace("kind = \"phases\"", "kind = \"phases\"\nloops = 1")
     ));
