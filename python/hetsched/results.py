@@ -413,7 +413,16 @@ class Results:
         out: list[tuple[str, Any]] = [("summary.json", lambda p: _write_json(p, summary))]
 
         def table(attr: str) -> Any:
-            return lambda p: _csv_ready(getattr(self, attr)).to_csv(p, index=False)
+            def write(p: Path) -> None:
+                # A table read through its attribute is written from that
+                # DataFrame (it may have been changed); otherwise straight
+                # from the core's rows, without pandas, to the same bytes.
+                if attr in self.__dict__ or not _write_rows_csv(
+                    p, self._records[attr] or [], _FLOAT_COLUMNS.get(attr, ())
+                ):
+                    _csv_ready(getattr(self, attr)).to_csv(p, index=False)
+
+            return write
 
         # A table left out of partial results gets no file (an empty one
         # would read as a run without rows).
@@ -656,6 +665,99 @@ def _csv_ready(frame: pd.DataFrame) -> pd.DataFrame:
             lambda v: json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
         )
     return frame
+
+
+#: Columns a table's DataFrame holds as floats whatever their values (see
+#: :attr:`Results.tasks`).
+_FLOAT_COLUMNS: dict[str, tuple[str, ...]] = {"tasks": WAKEUP_LATENCY_COLUMNS}
+
+#: Integers pandas keeps in an ``int64`` column, and those a ``float64``
+#: column holds exactly; others take the pandas path.
+_INT64 = (-(2**63), 2**63 - 1)
+_EXACT_FLOAT_INT = 2**53
+
+_NESTED = (dict, list)
+_SCALARS = frozenset((bool, int, float, str, dict, list, type(None)))
+
+
+def _column_cells(values: list[Any], as_float: bool) -> tuple[str, list[str]] | None:
+    """How pandas stores the column ``values`` (cells of a table's rows, None
+    where missing) and its CSV cells as ``DataFrame.to_csv`` writes them after
+    :func:`_csv_ready`: ``(kind, cells)``, kind one of ``"int"`` (``int64``),
+    ``"float"`` (``float64``), ``"bool"``, ``"null"`` (no value) and
+    ``"object"`` (mixed; each value as ``str``, nested ones as sorted JSON).
+    None for values this does not model (other types, integers beyond what
+    the column's dtype holds exactly): the caller then lets pandas write."""
+    types = set(map(type, values))
+    if not types <= _SCALARS:
+        return None
+    null = type(None) in types
+    types.discard(type(None))
+    numeric = types <= {int, float}
+    if as_float and not numeric:
+        return None  # pd.to_numeric would parse strings and booleans
+    if float in types:
+        # NaN is a missing value in every kind of column.
+        null = null or any(v != v for v in values if type(v) is float)
+    if not types:
+        return "null", [""] * len(values)
+    if numeric and (as_float or float in types or null):
+        ints = [v for v in values if type(v) is int]
+        if ints and max(abs(min(ints)), abs(max(ints))) > _EXACT_FLOAT_INT:
+            return None
+        # numpy writes a float64 as the shortest text that reads back as it,
+        # as Python's repr does; NaN and None are the empty cell.
+        return "float", ["" if v is None or v != v else repr(float(v)) for v in values]
+    if types == {int}:
+        if min(values) < _INT64[0] or max(values) > _INT64[1]:
+            return None
+        return "int", [str(v) for v in values]
+    kind = "bool" if types == {bool} and not null else "object"
+    nested = bool(types & {dict, list})
+    cells = [
+        ""
+        if v is None or (type(v) is float and v != v)
+        else json.dumps(v, sort_keys=True)
+        if nested and isinstance(v, _NESTED)
+        else str(v)
+        for v in values
+    ]
+    return kind, cells
+
+
+def _write_rows_csv(path: Path, rows: Sequence[Mapping[str, Any]], floats: Sequence[str]) -> bool:
+    """Write ``rows`` (a table of the core's results) to ``path`` as CSV, byte
+    for byte what ``_csv_ready(_frame(rows)).to_csv(path, index=False)``
+    writes, without pandas. Returns False, writing nothing, for a table whose
+    values it does not model (see :func:`_column_cells`)."""
+    import csv
+
+    rows = list(rows)
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    if rows and not columns:
+        return False
+    # Longer tables become DataFrames piece by piece (:func:`_frame`): equal
+    # to one conversion when every piece gives each column the same kind.
+    size = FRAME_ROWS if len(rows) > FRAME_ROWS else max(len(rows), 1)
+    cells: list[list[str]] = []
+    for c in columns:
+        values = [r.get(c) for r in rows]
+        kinds = set()
+        column: list[str] = []
+        for i in range(0, len(values), size):
+            got = _column_cells(values[i : i + size], c in floats)
+            if got is None:
+                return False
+            kinds.add(got[0])
+            column += got[1]
+        if len(kinds) > 1:
+            return False
+        cells.append(column)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f, lineterminator=os.linesep, quoting=csv.QUOTE_MINIMAL)
+        writer.writerow(columns)
+        writer.writerows(zip(*cells, strict=True))
+    return True
 
 
 def _write_json(path: Path, value: object) -> None:
