@@ -101,3 +101,59 @@ def test_folders_written_by_workers_match_those_written_by_the_sweep(tmp_path: P
         for name in set(ra["files"]) - {"summary.json", "manifest.json"}:
             assert ra["files"][name] == rb["files"][name], f"{a.name}/{name} differs"
         assert (a / "tasks.csv").read_bytes() == (b / "tasks.csv").read_bytes()
+
+
+#: The worker's own command line, with a report of the heavy packages it
+#: holds when it exits (after its input ends).
+WATCHED_WORKER = (
+    "import atexit, json, os, sys\n"
+    "def report():\n"
+    "    heavy = {m.split('.')[0] for m in sys.modules} & set(os.environ['HEAVY'].split(','))\n"
+    "    os.write(2, ('HEAVY ' + json.dumps(sorted(heavy)) + '\\n').encode())\n"
+    "atexit.register(report)\n"
+)
+
+
+def test_a_worker_writes_run_folders_without_pandas_or_matplotlib(tmp_path: Path) -> None:
+    import os
+    import tomllib
+
+    from hetsched._sweep_worker import BOOTSTRAP, recv, send
+
+    vm = tomllib.loads((ROOT / "scenarios" / "aash-aware-guest.toml").read_text("utf-8"))
+    dyn = tomllib.loads((ROOT / "scenarios" / "hotplug-stop.toml").read_text("utf-8"))
+    jobs = [
+        (json.dumps(BASE), [("seed", "3")], False),
+        (json.dumps(vm), [("duration_s", "2.0")], False),  # virtual machines
+        (json.dumps(dyn), [], False),  # reconfigurations
+    ]
+    env = {**child_env(), "HEAVY": ",".join(HEAVY)}
+    with subprocess.Popen(
+        [sys.executable, "-c", WATCHED_WORKER + BOOTSTRAP, str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            send(proc.stdin, {"sys_path": sys.path})
+            ready = recv(proc.stdout.fileno())
+            assert ready[0] == "ready" and 0 < ready[1] < 5
+            for key, (base_json, overrides, trace) in enumerate(jobs):
+                run_dir = tmp_path / f"run{key}"
+                send(proc.stdin, (key, (base_json, overrides, trace, str(run_dir), {}, {})))
+                got, (row, raw, saved) = recv(proc.stdout.fileno())
+                assert got == key and saved and raw is None and row["status"] == "ok", row
+                files = json.loads((run_dir / "row.json").read_text())["files"]
+                assert {"tasks.csv", "programs.csv", "cpus.csv", "manifest.json"} <= set(files)
+            proc.stdin.close()
+            err = proc.stderr.read().decode()
+            assert proc.wait(timeout=30) == 0, err
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert (tmp_path / "run1" / "vms.csv").exists()
+    assert (tmp_path / "run2" / "reconfigs.csv").exists()
+    heavy = [line for line in err.splitlines() if line.startswith("HEAVY ")]
+    assert heavy == ["HEAVY []"], f"a worker that wrote run folders held: {err[-2000:]}"

@@ -21,9 +21,12 @@ ends the worker.
 A worker runs many runs (the pool lives as long as the sweep) and imports
 only what a run needs: the core and :mod:`hetsched.api`, not pandas or
 matplotlib. The sweep's table and figures are made in the sweep's process;
-only a sweep with an output folder loads pandas here, at its first run, to
-write each run's CSV files. This module therefore holds :func:`run_point`
-and :func:`save_run`, so that importing it does not pull in
+a run's CSV files are written here straight from the core's rows
+(:meth:`Results.save <hetsched.results.Results.save>` writes the bytes
+pandas would; only a table holding values that writer does not model, such
+as an integer beyond 2**53 in a column with missing cells, is left to
+pandas). This module therefore holds :func:`run_point` and
+:func:`save_run`, so that importing it does not pull in
 :mod:`hetsched.sweeps`.
 
 The worker dies with its parent: on Linux the kernel sends it SIGKILL when
