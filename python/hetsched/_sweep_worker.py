@@ -46,7 +46,6 @@ import pickle
 import signal
 import struct
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -122,6 +121,7 @@ def die_with_parent(parent: int) -> None:
     if os.getppid() != parent:
         os._exit(1)
     if not armed:
+        import threading  # only where the kernel does not watch the parent
 
         def watch() -> None:
             while os.getppid() == parent:
@@ -187,12 +187,17 @@ def save_run(run_dir: Path, row: dict[str, Any], raw: str | None) -> None:
     for old in run_dir.iterdir():
         if old.is_file():
             old.unlink()
+    known: dict[str, str] = {}
     if raw is not None:
-        from .results import Results
+        from .results import MANIFEST, Results
 
         Results(raw).save(run_dir)
+        # The manifest holds the checksum of every other file the save wrote
+        # (taken as each was written): no second read of each file.
+        manifest = json.loads((run_dir / MANIFEST).read_text("utf-8"))
+        known = {name: meta["sha256"] for name, meta in manifest["files"].items()}
     files = {
-        p.name: sha256(p)
+        p.name: known.get(p.name) or sha256(p)
         for p in sorted(run_dir.iterdir())
         if p.is_file() and not p.name.startswith(".")
     }
