@@ -11,7 +11,20 @@ load affects both; the load average before and after each is recorded,
 because on a shared machine the wall-time ratio is only as good as the idle
 cores it got.
 
-    python bench/sweep_speedup.py [--repeats 2]
+A worker's start-up is measured apart: workers started one after another as
+a sweep starts them (the same command line and first message), each
+reporting the CPU time, user and system, interpreter included, at which it
+is ready for its first run.
+
+Python's compiled bytecode matters to both: a process that finds no cached
+bytecode compiles every hetsched module it imports (about 0.05 CPU-s at each
+worker's start). ``--bytecode cached`` (the default) runs everything as an
+installed package runs, with bytecode cached in a temporary folder
+(``PYTHONPYCACHEPREFIX``, filled by one import first); ``--bytecode env``
+keeps the environment as it is (with ``PYTHONDONTWRITEBYTECODE`` set and no
+``__pycache__`` beside the sources, every process compiles).
+
+    python bench/sweep_speedup.py [--repeats 2] [--startups 20] [--bytecode cached|env]
 """
 
 from __future__ import annotations
@@ -20,11 +33,12 @@ import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,15 +72,55 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def run_once(path: Path, workers: int, out: Path) -> dict[str, Any]:
-    """One sweep in a child process: wall and CPU seconds, loads, runs."""
+def bench_env(bytecode: str, folder: Path) -> dict[str, str]:
+    """The environment of the sweeps and workers measured: this checkout's
+    package, and bytecode cached in ``folder`` (``bytecode="cached"``) or
+    as the environment has it (``"env"``)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    if bytecode == "cached":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+        # Fill the cache: what a sweep and its workers import.
+        code = "import hetsched.cli, hetsched.sweeps, hetsched._sweep_worker, hetsched.traces"
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    elif bytecode != "env":
+        raise ValueError(f"bytecode: 'cached' or 'env' is allowed, got {bytecode!r}")
+    return env
+
+
+def startup_cpu(env: Mapping[str, str], n: int) -> list[float]:
+    """CPU seconds at which each of ``n`` workers, started one after another
+    as a local sweep starts them, says it is ready."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from hetsched._sweep_worker import BOOTSTRAP, recv, send
+
+    out: list[float] = []
+    for _ in range(n):
+        with subprocess.Popen(
+            [sys.executable, "-c", BOOTSTRAP, str(os.getpid())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=dict(env),
+        ) as proc:
+            assert proc.stdin is not None and proc.stdout is not None
+            send(proc.stdin, {"sys_path": sys.path})
+            msg = recv(proc.stdout.fileno())
+            proc.stdin.close()
+            proc.wait()
+        if not (isinstance(msg, tuple) and msg[0] == "ready"):
+            raise RuntimeError(f"a worker did not start: {msg!r}")
+        out.append(float(msg[1]))
+    return out
+
+
+def run_once(path: Path, workers: int, out: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """One sweep in a child process: wall and CPU seconds, loads, runs."""
     cmd = [sys.executable, "-m", "hetsched", "sweep", str(path), "--workers", str(workers)]
     cmd += ["--out", str(out), "-q"]
     load0 = os.getloadavg()[0]
     cpu0 = _children_cpu()
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, env=dict(env), capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
     cpu = _children_cpu() - cpu0
     if proc.returncode != 0:
@@ -108,16 +162,30 @@ def summarize(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def measure(repeats: int = 2) -> dict[str, Any]:
+def measure(repeats: int = 2, startups: int = 20, bytecode: str = "cached") -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hetsched-sweep-bench-") as tmp:
         folder = Path(tmp)
+        env = bench_env(bytecode, folder)
         path = sweep_file(folder)
+        load0 = os.getloadavg()[0]
+        starts = startup_cpu(env, startups) if startups else []
+        load1 = os.getloadavg()[0]
         samples = []
         for i in range(repeats):
             for workers in (1, 2):
                 print(f"sweep: {workers} worker(s), round {i + 1} ...", file=sys.stderr)
-                samples.append(run_once(path, workers, folder / f"out-{workers}-{i}"))
-    return summarize(samples)
+                samples.append(run_once(path, workers, folder / f"out-{workers}-{i}", env))
+    res = summarize(samples)
+    res["bytecode"] = bytecode
+    if starts:
+        res["worker_startup_cpu_s"] = {
+            "n": len(starts),
+            "min": min(starts),
+            "median": statistics.median(starts),
+            "max": max(starts),
+            "load_avg": [round(load0, 2), round(load1, 2)],
+        }
+    return res
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,10 +193,19 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=2, help="sweeps per worker count")
+    ap.add_argument("--startups", type=int, default=20, help="worker starts measured apart")
+    ap.add_argument(
+        "--bytecode",
+        choices=("cached", "env"),
+        default="cached",
+        help="cached: bytecode cached as for an installed package; env: as the environment has it",
+    )
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats: a positive number is allowed, got {args.repeats}")
-    res = measure(args.repeats)
+    if args.startups < 0:
+        ap.error(f"--startups: zero or a positive number is allowed, got {args.startups}")
+    res = measure(args.repeats, args.startups, args.bytecode)
     print(json.dumps({k: v for k, v in res.items() if k != "samples"}, indent=1))
     return 0
 

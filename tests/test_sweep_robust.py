@@ -208,6 +208,24 @@ def test_a_run_that_kills_its_worker_every_time_is_recorded_as_failed(
     )
 
 
+@linux_only
+def test_a_job_waiting_behind_a_run_that_kills_its_worker_is_not_counted_as_tried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A worker holds the run it runs and the next one (WORKER_DEPTH): when the
+    # first kills it, only that one counts a try; the next goes back untried.
+    assert sweeps.WORKER_DEPTH == 2
+    monkeypatch.setattr(sweeps, "MAX_ATTEMPTS", 2)
+    table = hetsched.sweep(
+        BASE,
+        {"scheduler": ["python:sweep_killer:KillSelf", "cfs", "dwrr", "faster-first"]},
+        backend="local",
+        workers=2,
+    )
+    assert list(table["status"]) == ["error", "ok", "ok", "ok"]
+    assert table.attrs["workers_replaced"] == 2
+
+
 SLOW_SWEEP = """
 import hetsched
 base = {BASE!r}

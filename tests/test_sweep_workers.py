@@ -76,7 +76,7 @@ def test_serial_sweeps_report_no_worker_starts() -> None:
     assert table.attrs["worker_startup_cpu_s"] == []
 
 
-@pytest.mark.parametrize("module", ["hetsched", "hetsched._sweep_worker"])
+@pytest.mark.parametrize("module", ["hetsched", "hetsched._sweep_worker", "hetsched.sweeps"])
 def test_light_modules_do_not_import_pandas(module: str) -> None:
     env = child_env()
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m == 'pandas'))"

@@ -74,15 +74,16 @@ import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from . import _core, api
 from ._sweep_worker import BASE_COLUMNS, run_point
 from ._sweep_worker import save_run as _save_run
 from ._sweep_worker import sha256 as _sha256
 from ._sweep_worker import tmp_name as _tmp_name
+
+if TYPE_CHECKING:  # loaded where tables are made: a local sweep loads it while its workers run
+    import pandas as pd
 
 __all__ = [
     "BASE_COLUMNS",
@@ -414,6 +415,8 @@ def tables_written(table: pd.DataFrame) -> str:
 
 def read_table(out_dir: str | Path) -> pd.DataFrame:
     """The table of a sweep folder (Parquet if there, else CSV)."""
+    import pandas as pd
+
     d = Path(out_dir)
     if (d / "results.parquet").exists():
         return pd.read_parquet(d / "results.parquet")
@@ -490,6 +493,9 @@ def _execute_local(
     n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     if n == 1:
         return _execute("serial", base_json, jobs, trace, None, finished, stats)
+    # The table is made here at the end, with pandas: loaded while the
+    # workers run (on a core of its own where there is one), not before them.
+    _preload_tables()
     queue = collections.deque(jobs)
     attempts: dict[int, int] = {}
     pool: dict[int, _Worker] = {}
@@ -506,11 +512,15 @@ def _execute_local(
             send(w.stdin, {"sys_path": list(sys.path)})
 
     def dispatch(w: _Worker) -> None:
-        if not queue:
-            return
-        w.job = queue.popleft()
+        # Up to WORKER_DEPTH jobs a worker: the next waits in its input while
+        # it runs one, so that it does not idle while this process is busy.
+        while queue and len(w.jobs) < WORKER_DEPTH:
+            job = queue.popleft()
+            w.jobs.append(job)
+            send_job(w, job)
+
+    def send_job(w: _Worker, job: _Job) -> None:
         with contextlib.suppress(OSError):
-            job = w.job
             run_dir = str(out_dir / "runs" / job.run_id) if out_dir is not None else None
             head = {"run": job.index, "run_id": job.run_id}
             tail = _point_columns(job.point)
@@ -521,7 +531,7 @@ def _execute_local(
     try:
         for _ in range(n):
             start()
-        while queue or any(w.job is not None for w in pool.values()):
+        while queue or any(w.jobs for w in pool.values()):
             for key, _ in sel.select():
                 w = key.data
                 msg = recv(w.fd)
@@ -530,7 +540,11 @@ def _execute_local(
                     del pool[w.fd]
                     why = w.close()
                     replaced += 1
-                    job, w.job = w.job, None
+                    # The first job a worker holds is the one it ran; the
+                    # others only waited in its input: they go back as they were.
+                    job = w.jobs.popleft() if w.jobs else None
+                    queue.extendleft(reversed(w.jobs))
+                    w.jobs.clear()
                     if job is None and not w.ready:
                         dead_at_start += 1
                         if dead_at_start >= MAX_ATTEMPTS:
@@ -560,10 +574,10 @@ def _execute_local(
                     startup_cpu.append(float(msg[1]))
                     dispatch(w)
                     continue
-                job, w.job = w.job, None
+                job = w.jobs.popleft()
+                assert msg[0] == job.index, (msg[0], job.index)
                 row, raw, saved = msg[1]
                 dispatch(w)  # keep the worker busy while this process takes the row
-                assert job is not None
                 finished(job, row, raw, saved)
         clean = True
     finally:
@@ -579,6 +593,25 @@ def _execute_local(
 MAX_ATTEMPTS = 3
 #: How long a worker may take to exit after its input ends, s, before it is killed.
 WORKER_EXIT_S = 5.0
+#: Jobs sent to a worker ahead of its results: the one it runs and one that
+#: waits, so that a worker never waits for this process between two runs.
+WORKER_DEPTH = 2
+
+
+def _preload_tables() -> None:
+    """Import pandas in a thread, beside the dispatch loop (the import takes
+    about 0.5 CPU-s). While it holds the GIL the loop waits up to a switch
+    interval (5 ms) at each message; the job waiting in each worker's input
+    (:data:`WORKER_DEPTH`) keeps the workers busy meanwhile. A later
+    ``import pandas`` waits for this one; a failure shows there."""
+    import threading
+
+    def load() -> None:
+        with contextlib.suppress(ImportError):
+            import pandas  # noqa: F401
+
+    if "pandas" not in sys.modules:
+        threading.Thread(target=load, name="load-pandas", daemon=True).start()
 
 
 class _Worker:
@@ -589,7 +622,8 @@ class _Worker:
         self.proc = proc
         self.stdin = proc.stdin
         self.fd = proc.stdout.fileno()
-        self.job: _Job | None = None
+        #: Jobs sent and not answered, oldest (the one running) first.
+        self.jobs: collections.deque[_Job] = collections.deque()
         self.ready = False
 
     def close(self, stop: bool = False) -> str:
@@ -841,6 +875,8 @@ def _write_spec(out_dir: Path, spec: SweepSpec) -> None:
 
 
 def _table(rows: Mapping[int, dict[str, Any]], spec: SweepSpec) -> pd.DataFrame:
+    import pandas as pd
+
     axes = spec.axes()
     ordered = [rows[i] for i in sorted(rows)]
     table = pd.DataFrame.from_records(ordered) if ordered else pd.DataFrame()

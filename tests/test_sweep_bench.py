@@ -1,0 +1,31 @@
+"""The sweep benchmark's worker start-up measurement and its environments
+(``bench/sweep_speedup.py``; the sweeps themselves are too long for a test)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import sweep_speedup  # noqa: E402
+
+
+def test_workers_started_as_a_sweep_starts_them_report_their_cpu(tmp_path: Path) -> None:
+    env = sweep_speedup.bench_env("cached", tmp_path)
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    # The cache was filled before any worker is measured.
+    assert any((tmp_path / "pycache").rglob("results*.pyc"))
+    starts = sweep_speedup.startup_cpu(env, 2)
+    assert len(starts) == 2 and all(0 < s < 5 for s in starts)
+
+
+def test_the_environment_as_it_is_and_a_bad_choice(tmp_path: Path) -> None:
+    env = sweep_speedup.bench_env("env", tmp_path)
+    assert env["PYTHONPATH"] == str(ROOT / "python")
+    assert not (tmp_path / "pycache").exists()
+    with pytest.raises(ValueError, match="'cached' or 'env' is allowed, got 'warm'"):
+        sweep_speedup.bench_env("warm", tmp_path)
