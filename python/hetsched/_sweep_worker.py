@@ -15,8 +15,9 @@ system, that its start-up cost, interpreter included); then each job
 ``(key, (base JSON, overrides, trace, run folder, head, tail))`` is answered
 with ``(key, (row, results JSON, False))``, or, when a run folder is given,
 the worker writes the run's files there (:func:`save_run`, the row being
-``head | row | tail``) and answers ``(key, (row, None, True))``. End of input
-ends the worker.
+``head | row | tail``) and answers ``(key, (row, None, True))``. Jobs are
+answered in the order sent; the parent sends the next one before the answer
+to the last, so that it waits in the input. End of input ends the worker.
 
 A worker runs many runs (the pool lives as long as the sweep) and imports
 only what a run needs: the core and :mod:`hetsched.api`, not pandas or
