@@ -172,6 +172,7 @@ def test_values_the_writer_does_not_model_are_left_to_pandas(tmp_path: Path) -> 
         [{"a": 2**64}],  # beyond int64
         [{"a": decimal.Decimal("1.5")}],  # not a JSON value
         [{}],  # rows without columns
+        [{"a": 1}, [("a", 2)]],  # a row that is no dict
         [{"wakeup_latency_p50_ms": "3"}],  # pandas parses the text as a number
     ):
         assert not R._write_rows_csv(tmp_path / "a.csv", rows, R.WAKEUP_LATENCY_COLUMNS)

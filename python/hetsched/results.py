@@ -706,7 +706,8 @@ def _column_cells(values: list[Any], as_float: bool) -> tuple[str, list[str]] | 
         if ints and max(abs(min(ints)), abs(max(ints))) > _EXACT_FLOAT_INT:
             return None
         # numpy writes a float64 as the shortest text that reads back as it,
-        # as Python's repr does; NaN and None are the empty cell.
+        # as Python's repr does (tests/test_results_csv.py checks this and the
+        # rest against the pandas installed); NaN and None are the empty cell.
         return "float", ["" if v is None or v != v else repr(float(v)) for v in values]
     if types == {int}:
         if min(values) < _INT64[0] or max(values) > _INT64[1]:
@@ -733,6 +734,8 @@ def _write_rows_csv(path: Path, rows: Sequence[Mapping[str, Any]], floats: Seque
     import csv
 
     rows = list(rows)
+    if not all(type(r) is dict for r in rows):
+        return False
     columns = list(dict.fromkeys(k for r in rows for k in r))
     if rows and not columns:
         return False
