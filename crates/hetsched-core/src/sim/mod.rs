@@ -1804,7 +1804,9 @@ impl Engine {
     /// exits. Called when a phase completes (the task is running) and when a
     /// task starts or is woken.
     fn step(&mut self, t: TaskId) -> Result<(), SimError> {
-        if !self.progs[self.tasks[t].program].barrier_spinning.is_empty()
+        if !self.progs[self.tasks[t].program]
+            .barrier_spinning
+            .is_empty()
             && self.spin_ran_out(t)?
         {
             return Ok(());
