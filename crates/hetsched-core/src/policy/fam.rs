@@ -12,6 +12,17 @@
 //!    (policy 2): the original affinity is restored and the thread moves to
 //!    the scheduler's preferred CPU of its original type.
 //!
+//! `T` counts the ticks the thread takes on the new core, as a 2.6.x kernel
+//! counts a thread's ticks (a per-tick decrement, as `task_tick_rt` does
+//! with `time_slice`), and the engine's ticks fall on one grid for every CPU
+//! (2.6.24 starts each CPU's tick at the same jiffy boundary). A thread that
+//! faults between two ticks therefore comes back at the `T`-th tick after
+//! the fault, after `T - 1` whole ticks plus the rest of the tick it faulted
+//! in; one that faults right after a tick comes back `T` ticks later, which
+//! is the paper's one fault per tick for Conv3D and Mandelbrot at `T = 1`
+//! (whole ticks counted from the move would give one per two ticks). See
+//! docs/reproducing.md, "Li et al.: how fault-and-migrate counts T".
+//!
 //! A fault that no allowed CPU can serve keeps the Linux outcome: the engine
 //! kills the thread with SIGILL and records why.
 

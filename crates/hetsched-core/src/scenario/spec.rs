@@ -490,6 +490,14 @@ pub struct ProgramCommon {
     /// Uniform relative jitter of compute and sleep times, [0, 1).
     #[serde(default)]
     pub jitter: f64,
+    /// Spin before sleeping at the program's barrier (libgomp's
+    /// `GOMP_SPINCOUNT`): a thread that arrives before the others stays on
+    /// its CPU executing this much work (reference ms; a spin loop counts
+    /// iterations, so a faster CPU spins it faster), goes on at once if the
+    /// barrier opens meanwhile, and blocks when the spin runs out. Default:
+    /// no spin (block at once). See docs/model.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier_spin_ms: Option<f64>,
     /// This program's speed while the other hardware thread of its core is
     /// busy, relative to running alone on the core, (0, 1]; overrides the CPU
     /// type's `smt_factor` for its threads (programs differ in how much they

@@ -164,6 +164,15 @@ pub(crate) fn build_workload(
             0.999_999,
             "0 <= jitter < 1",
         )?;
+        if let Some(s) = c.barrier_spin_ms {
+            finite_in(
+                &format!("{base}.barrier_spin_ms"),
+                s,
+                0.0,
+                1e9,
+                "0 or more ms",
+            )?;
+        }
         if let Some(f) = c.smt_factor {
             if !(f.is_finite() && f > 0.0 && f <= 1.0) {
                 return Err(at(
@@ -236,6 +245,7 @@ pub(crate) fn build_workload(
         let mut prog = Program::new(i, name, kind, threads, SimTime::from_ms_f64(c.start_ms));
         prog.repeat = c.repeat;
         prog.jitter = c.jitter;
+        prog.barrier_spin = ms_ns(c.barrier_spin_ms.unwrap_or(0.0));
         prog.nice_schedule = c.nice_schedule.iter().map(|n| (n.after, n.nice)).collect();
         let at_least_one = |field: &str, v: u32| -> Result<u32, SimError> {
             if v == 0 {

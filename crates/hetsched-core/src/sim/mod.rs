@@ -1623,6 +1623,10 @@ impl Engine {
         if self.progs[p].barrier_count > 1 {
             self.progs[p].barrier_count -= 1;
         }
+        if let Some(i) = self.progs[p].barrier_spinning.iter().position(|&x| x == t) {
+            self.progs[p].barrier_spinning.swap_remove(i);
+            self.progs[p].barrier_waiting.retain(|&x| x != t);
+        }
         self.exit(t)?;
         self.try_release_barrier(p)
     }
@@ -1683,6 +1687,7 @@ impl Engine {
             prog.live = nthreads as u32;
             prog.chunks_left = prog.chunks;
             prog.barrier_waiting.clear();
+            prog.barrier_spinning.clear();
             prog.barrier_count = prog.barrier_size;
         }
         // A program's nice_schedule renices its threads as a later instance
@@ -1745,12 +1750,45 @@ impl Engine {
             return Ok(());
         }
         let waiters = std::mem::take(&mut self.progs[p].barrier_waiting);
+        self.release_waiters(p, waiters)
+    }
+
+    /// The barrier of program `p` opened: blocked waiters go on; spinning
+    /// ones stop spinning (the rest of their spin is not executed) and go on
+    /// as soon as they are on a CPU.
+    fn release_waiters(&mut self, p: usize, waiters: Vec<usize>) -> Result<(), SimError> {
+        let spinning = std::mem::take(&mut self.progs[p].barrier_spinning);
         for w in waiters {
-            if self.tasks[w].state == TaskState::Blocked {
+            if spinning.contains(&w) {
+                let running = self.tasks[w].state == TaskState::Running;
+                let cpu = self.tasks[w].cpu;
+                if running {
+                    self.sync(cpu);
+                }
+                let left = std::mem::take(&mut self.tasks[w].remaining);
+                self.tasks[w].c.work_assigned -= left;
+                if running {
+                    self.refresh(cpu);
+                }
+            } else if self.tasks[w].state == TaskState::Blocked {
                 self.step(w)?;
             }
         }
         Ok(())
+    }
+
+    /// If `t` was spinning at its program's barrier, its spin ran out before
+    /// the barrier opened: it blocks (libgomp's futex wait). Returns whether
+    /// it did.
+    fn spin_ran_out(&mut self, t: TaskId) -> Result<bool, SimError> {
+        let p = self.tasks[t].program;
+        let spinning = &mut self.progs[p].barrier_spinning;
+        let Some(i) = spinning.iter().position(|&x| x == t) else {
+            return Ok(false);
+        };
+        spinning.swap_remove(i);
+        self.block(t, TaskState::Blocked, "barrier")?;
+        Ok(true)
     }
 
     /// Begin a compute phase of `work` reference ns.
@@ -1766,6 +1804,13 @@ impl Engine {
     /// exits. Called when a phase completes (the task is running) and when a
     /// task starts or is woken.
     fn step(&mut self, t: TaskId) -> Result<(), SimError> {
+        if !self.progs[self.tasks[t].program]
+            .barrier_spinning
+            .is_empty()
+            && self.spin_ran_out(t)?
+        {
+            return Ok(());
+        }
         // Operations stepped through without time passing (barriers, zero
         // sleeps): a loop of them never ends, so it is stopped as a stall.
         let mut zero_time_ops: u64 = 0;
@@ -1822,13 +1867,17 @@ impl Engine {
                     if prog.barrier_waiting.len() as u32 + 1 >= prog.barrier_count {
                         // Last to arrive: release the others and go on.
                         let waiters = std::mem::take(&mut prog.barrier_waiting);
-                        for w in waiters {
-                            if self.tasks[w].state == TaskState::Blocked {
-                                self.step(w)?;
-                            }
-                        }
+                        self.release_waiters(p, waiters)?;
                     } else {
                         prog.barrier_waiting.push(t);
+                        let spin = prog.barrier_spin;
+                        if spin > 0.0 && !self.vm.is_guest(t) {
+                            // Spin first (libgomp): busy on the CPU until
+                            // the barrier opens or the spin runs out.
+                            self.progs[p].barrier_spinning.push(t);
+                            self.begin_compute(t, spin, 0);
+                            return self.need_cpu(t);
+                        }
                         return self.block(t, TaskState::Blocked, "barrier");
                     }
                 }

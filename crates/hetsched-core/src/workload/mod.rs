@@ -118,6 +118,11 @@ pub struct Program {
     pub barrier_count: u32,
     /// Threads waiting at the barrier.
     pub barrier_waiting: Vec<usize>,
+    /// Reference work a thread spins at the barrier before it blocks (0: it
+    /// blocks at once).
+    pub barrier_spin: f64,
+    /// Waiting threads still spinning (a subset of `barrier_waiting`).
+    pub barrier_spinning: Vec<usize>,
     /// Chunks per instance in the shared work queue.
     pub chunks: u64,
     /// Chunks left in the current instance.
@@ -162,6 +167,8 @@ impl Program {
             barrier_size: barrier,
             barrier_count: barrier,
             barrier_waiting: vec![],
+            barrier_spin: 0.0,
+            barrier_spinning: vec![],
             chunks: 0,
             chunks_left: 0,
             chunk_work: 0.0,
