@@ -29,12 +29,23 @@ fn a_slow_core_runs_at_the_voltage_its_plane_needs() {
     let own = two_cores("");
     let shared = two_cores("machine.voltage_planes = \"node\"");
     let t = 0.66125;
-    assert!((own.cpus[0].energy_j - 2.7816 * t).abs() < 1e-9, "{}", own.cpus[0].energy_j);
-    assert!((shared.cpus[0].energy_j - 4.5 * t).abs() < 1e-9, "{}", shared.cpus[0].energy_j);
+    assert!(
+        (own.cpus[0].energy_j - 2.7816 * t).abs() < 1e-9,
+        "{}",
+        own.cpus[0].energy_j
+    );
+    assert!(
+        (shared.cpus[0].energy_j - 4.5 * t).abs() < 1e-9,
+        "{}",
+        shared.cpus[0].energy_j
+    );
     assert!((shared.cpus[1].energy_j - 3.8234375 * t).abs() < 1e-9);
     assert!((shared.summary.peak_power_w - (4.5 + 3.8234375)).abs() < 1e-9);
     // The frequency is the core's own: the same completion time.
-    assert_eq!(own.programs[0].completion_s, shared.programs[0].completion_s);
+    assert_eq!(
+        own.programs[0].completion_s,
+        shared.programs[0].completion_s
+    );
 }
 
 #[test]
@@ -46,12 +57,14 @@ fn a_plane_lowers_its_voltage_when_its_last_fast_domain_slows_down() {
     //   [0, t1)   2.3 GHz, 1.25 V: 1.7×1.953125 + 0.14×1.5625×2.3 = 3.8234375 W
     //   [t1, t0)  0.8 GHz, 1.25 V: 3.3203125 + 0.14×1.5625×0.8 = 3.4953125 W
     //   [t0, 1 s) 0.8 GHz, 0.95 V: 1.4575375 + 0.10108 = 1.5586175 W
-    let r = go("duration_s = 1\nstop_when_done = false\ngovernor = \"ondemand\"\n\
+    let r = go(
+        "duration_s = 1\nstop_when_done = false\ngovernor = \"ondemand\"\n\
          machine.preset = \"patel-opteron-8\"\nmachine.platform_base_w = 0.0\n\
          machine.voltage_planes = \"node\"\n\
          machine.types.opteron.freq_transition_us = 0\n\
          machine.clusters = [{ type = \"opteron\", cores = 2, dvfs = \"core\" }]\n\
-         [[workload.programs]]\nkind = \"sequential\"\nwork_ms = 100\naffinity = [0]\n");
+         [[workload.programs]]\nkind = \"sequential\"\nwork_ms = 100\naffinity = [0]\n",
+    );
     let changes: Vec<(usize, u64, u32)> = r
         .trace
         .iter()
@@ -70,7 +83,11 @@ fn a_plane_lowers_its_voltage_when_its_last_fast_domain_slows_down() {
     let (t0, t1) = (at(0), at(1));
     assert!(t1 < 0.1 && t0 > 0.1, "{t1} {t0}");
     let want = 3.8234375 * t1 + 3.4953125 * (t0 - t1) + 1.5586175 * (1.0 - t0);
-    assert!((r.cpus[1].energy_j - want).abs() < 1e-9, "{} vs {want}", r.cpus[1].energy_j);
+    assert!(
+        (r.cpus[1].energy_j - want).abs() < 1e-9,
+        "{} vs {want}",
+        r.cpus[1].energy_j
+    );
 }
 
 #[test]
@@ -85,8 +102,16 @@ fn uncore_power_follows_busy_cores_and_their_memory_stalls() {
          machine.uncore = { idle_w = 2.0, busy_w = 0.5, stall_w = 1.0 }\n\
          machine.clusters = [{ type = \"opteron\", cores = 1 }]\n\
          [[workload.programs]]\nkind = \"sequential\"\nwork_ms = 100\nmem = 0.6\n");
-    assert!((r.cpus[0].energy_j - 7.93625 * 0.1).abs() < 1e-9, "{}", r.cpus[0].energy_j);
-    assert!((r.summary.energy_j - 0.993625).abs() < 1e-9, "{}", r.summary.energy_j);
+    assert!(
+        (r.cpus[0].energy_j - 7.93625 * 0.1).abs() < 1e-9,
+        "{}",
+        r.cpus[0].energy_j
+    );
+    assert!(
+        (r.summary.energy_j - 0.993625).abs() < 1e-9,
+        "{}",
+        r.summary.energy_j
+    );
     assert!((r.summary.peak_power_w - 9.93625).abs() < 1e-9);
 }
 
@@ -96,12 +121,20 @@ fn bad_planes_and_uncore_are_named() {
     let e = err(&format!("{base}machine.voltage_planes = \"socket\"\n"));
     assert!(e.contains("voltage_planes") && e.contains("node"), "{e}");
     let e = err(&format!("{base}machine.uncore = {{ stall_w = -1.0 }}\n"));
-    assert!(e.contains("machine.uncore.stall_w") && e.contains("0 to 1e4"), "{e}");
+    assert!(
+        e.contains("machine.uncore.stall_w") && e.contains("0 to 1e4"),
+        "{e}"
+    );
     let e = err(&format!("{base}machine.uncore = {{ watts = 1.0 }}\n"));
     assert!(e.contains("watts"), "{e}");
     // A frequency domain across two nodes cannot be on one node's plane.
-    let e = err("duration_s = 1\nmachine.voltage_planes = \"node\"\n[machine.types.c]\ncapacity = 1024\n\
+    let e = err(
+        "duration_s = 1\nmachine.voltage_planes = \"node\"\n[machine.types.c]\ncapacity = 1024\n\
          [[machine.cpus]]\ntype = \"c\"\nnode = 0\nfreq_domain = 0\n\
-         [[machine.cpus]]\ntype = \"c\"\nnode = 1\nfreq_domain = 0\n");
-    assert!(e.contains("machine.voltage_planes") && e.contains("spans nodes 0 and 1"), "{e}");
+         [[machine.cpus]]\ntype = \"c\"\nnode = 1\nfreq_domain = 0\n",
+    );
+    assert!(
+        e.contains("machine.voltage_planes") && e.contains("spans nodes 0 and 1"),
+        "{e}"
+    );
 }

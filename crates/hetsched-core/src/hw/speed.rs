@@ -89,7 +89,13 @@ impl Machine {
     /// core's ([`busy_power_at`]) plus its share of the uncore
     /// ([`super::UncorePower::busy_power`]).
     #[inline]
-    pub fn busy_in_plane(&self, cpu: CpuId, w: &Work, at: &Moment, plane_volt: Option<f64>) -> Busy {
+    pub fn busy_in_plane(
+        &self,
+        cpu: CpuId,
+        w: &Work,
+        at: &Moment,
+        plane_volt: Option<f64>,
+    ) -> Busy {
         let s = self.speed(cpu, w, at);
         let c = &self.cpus[cpu];
         let ty = &self.types[c.ty];

@@ -364,7 +364,11 @@ pub(crate) fn build_machine(
     let uncore = match &ms.uncore {
         None => crate::hw::UncorePower::default(),
         Some(u) => {
-            for (name, v) in [("idle_w", u.idle_w), ("busy_w", u.busy_w), ("stall_w", u.stall_w)] {
+            for (name, v) in [
+                ("idle_w", u.idle_w),
+                ("busy_w", u.busy_w),
+                ("stall_w", u.stall_w),
+            ] {
                 finite_in(&format!("machine.uncore.{name}"), v, 0.0, 1e4, "0 to 1e4 W")?;
             }
             crate::hw::UncorePower {

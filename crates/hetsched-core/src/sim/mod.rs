@@ -650,8 +650,7 @@ impl Engine {
     }
     /// Total platform energy (CPUs + base power), joules.
     pub fn total_energy(&self) -> f64 {
-        self.cpus.iter().map(|c| c.energy).sum::<f64>()
-            + self.base_w * self.now.as_secs_f64()
+        self.cpus.iter().map(|c| c.energy).sum::<f64>() + self.base_w * self.now.as_secs_f64()
     }
 
     // ----------------------------------------------------------------- trace

@@ -44,9 +44,7 @@ impl Engine {
     /// Supply voltage of the plane of `domain`, if planes are shared.
     #[inline]
     pub(super) fn plane_volt(&self, domain: usize) -> Option<f64> {
-        self.planes
-            .as_ref()
-            .map(|p| p.volt[p.of_domain[domain]])
+        self.planes.as_ref().map(|p| p.volt[p.of_domain[domain]])
     }
 
     /// `domain` has just changed frequency (its CPUs are synced, not yet
