@@ -138,7 +138,7 @@ def test_measure_is_the_thesis_metrics() -> None:
     assert set(m.ips) == {"bzip2", "gcc", "nonpuintensive"}
     assert m.performance == pytest.approx(sum(m.ips.values()) / 3)
     assert m.perf_per_w == pytest.approx(m.performance / m.power_w)
-    assert m.power_w > 98.0  # the platform alone draws 98 W
+    assert m.power_w > P.PLATFORM_BASE_W  # the platform alone draws 95.6 W
     imp = P.improvements(P.measure(1, "quick", "1"), m)
     assert set(imp) == {"savings_w", "savings", "performance", "perf_per_w", "time_x_w"}
 
@@ -288,3 +288,59 @@ def test_ondemand_target_parameters_are_checked(spec: str, message: str) -> None
                 "workload": {"programs": [{"name": "p", "kind": "sequential", "work_ms": 1}]},
             }
         )
+
+
+def _patel_machine_run(programs: list[dict], **extra: object) -> hetsched.Results:
+    return hetsched.run(
+        {
+            "name": "patel-machine",
+            "duration_s": 10.0,
+            "machine": P.machine(),
+            "workload": {"programs": programs},
+            **extra,
+        }
+    )
+
+
+def test_the_reproductions_machine_has_one_voltage_plane_and_uncore_power() -> None:
+    assert P.task(1, "quick")["machine"] == {
+        "preset": "patel-opteron-8",
+        "platform_base_w": 95.6,
+        "voltage_planes": "node",
+        "uncore": {"idle_w": 0.0, "busy_w": 0.3, "stall_w": 1.5},
+    }
+    # Calibration: 8 cores busy with pure compute at 2.3 GHz draw 186.5 W,
+    # 95.6 + 8 × (0.8 × 1.25 + 2.8 × 1.25² × 2.3 + 0.3) = 95.6 + 8 × 11.3625.
+    busy = [
+        {"name": f"p{i}", "kind": "sequential", "work_ms": 100, "affinity": [i]} for i in range(8)
+    ]
+    res = _patel_machine_run(busy, governor="performance")
+    assert res.summary["avg_power_w"] == pytest.approx(P.ALL_BUSY_W, abs=1e-9)
+
+
+def test_a_slow_cpuset_pays_the_packages_voltage() -> None:
+    # One busy core in the 800 MHz cpuset while the 2.3 GHz cpuset asks for
+    # 1.25 V: busy 0.8 × 1.25 + 2.8 × 1.25² × 0.8 + 0.3 (uncore) = 4.8 W;
+    # idle at 1.25 V (1.7 × 1.25³ + 0.14 × 1.25² × f): 3.4953125 W at 800 MHz
+    # (three cores), 3.6265625 W at 1.4 GHz (two), 3.8234375 W at 2.3 GHz
+    # (two); platform 95.6 W. Total 125.7859375 W.
+    prog = {"name": "p", "kind": "sequential", "work_ms": 100, "cpuset": "slow"}
+    res = _patel_machine_run([prog], governor="userspace", cpusets=P.CPUSETS)
+    want = 95.6 + 4.8 + 3 * 3.4953125 + 2 * 3.6265625 + 2 * 3.8234375
+    assert res.summary["avg_power_w"] == pytest.approx(want, abs=1e-9)
+    # With a voltage per core the same run draws 2.7816 + 0.3 W busy and
+    # 1.5586175 / 2.1840525 / 3.8234375 W idle: the plane costs 12.1 W here.
+    own = P.machine()
+    own["voltage_planes"] = "domain"
+    res = hetsched.run(
+        {
+            "name": "own-planes",
+            "duration_s": 10.0,
+            "machine": own,
+            "governor": "userspace",
+            "cpusets": P.CPUSETS,
+            "workload": {"programs": [prog]},
+        }
+    )
+    want = 95.6 + 3.0816 + 3 * 1.5586175 + 2 * 2.1840525 + 2 * 3.8234375
+    assert res.summary["avg_power_w"] == pytest.approx(want, abs=1e-9)

@@ -7,7 +7,9 @@ The platform (§9.1): an 8-core 2.3 GHz Opteron 6134 (preset
 2 × 2.3 GHz held by the ``userspace`` governor (test group), against the
 default Linux scheduler on all eight cores with the ``ondemand`` governor
 (control group). Power is measured at the wall (``avg_power_w``, which includes
-the preset's 98 W platform power).
+the platform power, :data:`PLATFORM_BASE_W`); the machine has the Family 10h
+package's one core voltage plane and load-dependent uncore power
+(:data:`MACHINE`, docs/power.md §1).
 
 The workloads (§9.2, Table 1) are model programs built by :func:`benchmark`
 and :func:`task`; :data:`BENCHMARKS` documents where each parameter comes
@@ -299,6 +301,42 @@ def interval_ms(n: int, scale: str = "full", trial: str | None = None) -> float:
     return round(sum(lengths) / len(lengths), 1)
 
 
+#: Uncore power of the Opteron 6134 package (docs/power.md §1, "Uncore power
+#: of the Opteron-like machine", where each value is derived): per busy core
+#: 0.3 W of shared-cache and crossbar activity, and 1.5 W more for a core
+#: whose time is all memory stalls (northbridge, DRAM controller and DDR3
+#: traffic, proportional to the stall share). The constant part of the
+#: uncore is left in the platform power (one package: the split changes no
+#: result).
+UNCORE = {"idle_w": 0.0, "busy_w": 0.3, "stall_w": 1.5}
+#: Busy power of one preset core, pure compute at 2.3 GHz, 1.25 V:
+#: 0.8 × 1.25 + 2.8 × 1.25² × 2.3 W.
+CORE_BUSY_MAX_W = 0.8 * 1.25 + 2.8 * 1.25**2 * 2.3
+#: The all-busy machine at 2.3 GHz draws this at the wall: the baseline
+#: implied by the thesis's best saving, "41 watts, or 21.93 %" (l. 1648).
+ALL_BUSY_W = 186.5
+#: Platform power (everything but the cores and the uncore's load-dependent
+#: part), W: calibrated so that 8 cores busy with pure compute at 2.3 GHz draw
+#: :data:`ALL_BUSY_W` (186.5 − 8 × (11.0625 + 0.3) = 95.6 W).
+PLATFORM_BASE_W = round(ALL_BUSY_W - 8 * (CORE_BUSY_MAX_W + UNCORE["busy_w"]), 6)
+#: Patel's machine as the reproductions run it: the ``patel-opteron-8``
+#: preset with one core voltage plane per package (BKDG for AMD Family 10h,
+#: #31116 rev. 3.62, MSRC001_0071: in a dual-node processor such as the
+#: Opteron 6100 series, internal node 0 drives VDD at the highest voltage any
+#: core of either node asks for) and its uncore power.
+MACHINE: dict[str, Any] = {
+    "preset": "patel-opteron-8",
+    "platform_base_w": PLATFORM_BASE_W,
+    "voltage_planes": "node",
+    "uncore": UNCORE,
+}
+
+
+def machine() -> dict[str, Any]:
+    """A fresh copy of :data:`MACHINE` for a scenario dict."""
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in MACHINE.items()}
+
+
 #: Transition latency of the platform's P-state changes, µs: the
 #: ``patel-opteron-8`` preset's ``freq_transition_us``. powernow-k8 reports
 #: the ACPI _PSS latency of the board, which the thesis does not give.
@@ -354,7 +392,7 @@ def task(
         * 1e-3
         * len(task_programs(n, scale, priorities)),
         "stop_when_done": True,
-        "machine": {"preset": "patel-opteron-8"},
+        "machine": machine(),
         "workload": {"programs": task_programs(n, scale, priorities)},
     }
     if policy in ("control", "cfs+ondemand"):
@@ -666,9 +704,10 @@ T4_CLAIMS = {
 }
 IMP_CLAIMS = {"savings_w": "total power savings, W", **T4_CLAIMS}
 POWER_LACKS = (
-    "model power is core P-state power, idle leakage and a constant platform power: "
-    "no memory or uncore power that falls with load, and each core has its own "
-    "voltage (real Family 10h cores share one voltage plane)"
+    "model power is core power at the package's one core voltage (the highest any "
+    "core asks for), idle leakage, uncore power from busy cores and their memory "
+    "stalls (estimates, docs/power.md) and a constant platform power; there are no "
+    "deeper idle states (C1E) and no power-supply efficiency that varies with load"
 )
 PERF_LACKS = (
     "a process moved to the 800 MHz or 1.4 GHz cpuset slows in proportion to the "
@@ -1295,12 +1334,12 @@ def patel_best(scale: str) -> list[Row]:
         best_sav[1]["savings"],
         f"best: {best_sav[0]}; trials without savings: " + (", ".join(losers) or "none"),
     )
-    # The preset's platform power sets the denominator of every saving in
-    # percent, and it was chosen from this number: 41 W being about 22 % puts
-    # the all-busy machine near 186 W. (The saving in watts is a difference of
-    # two runs' power, in which the platform power cancels: a prediction.)
+    # The platform power sets the denominator of every saving in percent, and
+    # it was chosen from this number: 41 W being about 22 % puts the all-busy
+    # machine near 186 W. (The saving in watts is a difference of two runs'
+    # power, in which the platform power cancels: a prediction.)
     savings_pct.calibrated_by = (
-        "platform_base_w = 98 W (preset patel-opteron-8)",
+        f"platform_base_w = {PLATFORM_BASE_W:g} W (reproduce/patel.py MACHINE)",
         "chosen so that the machine draws about 186 W with all 8 cores busy at 2.3 GHz,"
         " the baseline implied by the thesis's 41 W being about 22 %",
     )

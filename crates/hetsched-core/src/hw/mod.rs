@@ -77,6 +77,31 @@ impl Default for PowerModel {
     }
 }
 
+/// Power of a package's uncore (northbridge, shared cache, memory
+/// controller and the memory behind it) that the CPU power terms do not
+/// cover, per node (package). A busy CPU adds `busy_w` plus `stall_w` times
+/// the share of its wall time stalled on memory (`1 − cf`, which is
+/// `m × rate`: proportional to its memory traffic); every node draws
+/// `idle_w` all the time. All 0 by default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UncorePower {
+    /// Constant power of each node's uncore, W.
+    pub idle_w: f64,
+    /// Power per busy CPU (shared-cache and crossbar activity), W.
+    pub busy_w: f64,
+    /// Power of a busy CPU's memory traffic per unit of stall share, W.
+    pub stall_w: f64,
+}
+
+impl UncorePower {
+    /// The load-dependent uncore power of one busy CPU with compute
+    /// fraction `cf`: `busy_w + stall_w × (1 − cf)`.
+    #[inline]
+    pub fn busy_power(&self, cf: f64) -> f64 {
+        self.busy_w + self.stall_w * (1.0 - cf)
+    }
+}
+
 /// A CPU type (a kind of core).
 #[derive(Clone, Debug)]
 pub struct CpuType {
@@ -208,6 +233,14 @@ pub struct Machine {
     /// Platform power that does not depend on the CPUs (memory, disks, fans,
     /// power-supply losses), so that watts are watts at the wall.
     pub platform_base_w: f64,
+    /// Voltage plane of each frequency domain (indexed by domain). The CPUs
+    /// of a plane share one supply voltage: the highest voltage the P-state
+    /// of any of its domains asks for. Empty: every domain is its own plane.
+    pub voltage_plane: Vec<usize>,
+    /// Uncore power of each node.
+    pub uncore: UncorePower,
+    /// Number of nodes (packages) whose uncore draws `uncore.idle_w`.
+    pub nodes: usize,
     /// Reference clock in GHz: one reference nanosecond of work is
     /// `ref_ghz × ipc` instructions.
     pub ref_ghz: f64,
@@ -259,6 +292,38 @@ impl Machine {
         self.speed(cpu, &w, &at)
     }
 
+    /// Voltage plane of frequency domain `domain` (module doc of
+    /// [`Machine::voltage_plane`]).
+    #[inline]
+    pub fn plane_of(&self, domain: usize) -> usize {
+        self.voltage_plane.get(domain).copied().unwrap_or(domain)
+    }
+
+    /// Whether some voltage plane holds more than one frequency domain.
+    pub fn has_shared_planes(&self) -> bool {
+        let mut seen = std::collections::BTreeSet::new();
+        (0..self.domains.len()).any(|d| !seen.insert(self.plane_of(d)))
+    }
+
+    /// Supply voltage of a plane whose domains `doms` run at `dom_mhz`
+    /// (indexed by domain): the highest voltage any of their P-states asks
+    /// for (a frequency that is not a P-state counts as the type's highest).
+    pub fn plane_volt(&self, doms: &[usize], dom_mhz: &[u32]) -> f64 {
+        doms.iter()
+            .map(|&d| {
+                let t = &self.types[self.domains[d].ty];
+                let i = t.pstate_index(dom_mhz[d]).unwrap_or(t.pstates.len() - 1);
+                t.pstates[i].volt
+            })
+            .fold(f64::NEG_INFINITY, f64::max)
+    }
+
+    /// Power drawn whatever the load: the platform's and every node's
+    /// uncore idle power, W.
+    pub fn constant_power_w(&self) -> f64 {
+        self.platform_base_w + self.uncore.idle_w * self.nodes as f64
+    }
+
     /// Performance of CPU `cpu` at `mhz` for ratings: the type's given rating
     /// or its capacity, scaled by frequency and duty cycle (so DVFS scales it).
     pub fn perf(&self, cpu: CpuId, mhz: u32) -> f64 {
@@ -297,10 +362,16 @@ pub fn compute_fraction(speed: f64, mem: f64) -> f64 {
 /// phase whose compute fraction is `cf`.
 #[inline]
 pub fn busy_power(t: &CpuType, ps: &PState, duty: f64, cf: f64) -> f64 {
+    busy_power_at(t, ps, ps.volt, duty, cf)
+}
+
+/// [`busy_power`] at the frequency of `ps` and supply voltage `v` (the
+/// voltage of the CPU's plane, which may be above the P-state's own).
+#[inline]
+pub fn busy_power_at(t: &CpuType, ps: &PState, v: f64, duty: f64, cf: f64) -> f64 {
     let p = &t.power;
     let activity = duty * (cf + p.stall_activity * (1.0 - cf));
-    p.static_w_per_v * ps.volt
-        + p.dyn_w_per_v2ghz * ps.volt * ps.volt * (ps.mhz as f64 / 1000.0) * activity
+    p.static_w_per_v * v + p.dyn_w_per_v2ghz * v * v * (ps.mhz as f64 / 1000.0) * activity
 }
 
 /// Power of an idle CPU of type `t` whose frequency domain is at P-state `ps`:
@@ -308,8 +379,13 @@ pub fn busy_power(t: &CpuType, ps: &PState, duty: f64, cf: f64) -> f64 {
 /// With both voltage terms 0 (the default) this is `idle_w` at every P-state.
 #[inline]
 pub fn idle_power(t: &CpuType, ps: &PState) -> f64 {
+    idle_power_at(t, ps, ps.volt)
+}
+
+/// [`idle_power`] at the frequency of `ps` and supply voltage `v`.
+#[inline]
+pub fn idle_power_at(t: &CpuType, ps: &PState, v: f64) -> f64 {
     let p = &t.power;
-    let v = ps.volt;
     p.idle_w
         + p.idle_leak_w_per_v3 * v * v * v
         + p.idle_clock_w_per_v2ghz * v * v * (ps.mhz as f64 / 1000.0)
@@ -404,5 +480,101 @@ mod tests {
         assert!((idle_power(&t, &t.pstates[0]) - 1.882).abs() < 1e-12);
         // 0.1 + 2×1.728 + 0.5×1.44×2.0 = 0.1 + 3.456 + 1.44 = 4.996 W
         assert!((idle_power(&t, &t.pstates[1]) - 4.996).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_plane_runs_at_the_highest_voltage_its_domains_ask_for() {
+        let mut t = CpuType {
+            name: "x".into(),
+            capacity: 1024,
+            pstates: vec![
+                PState {
+                    mhz: 800,
+                    volt: 0.9,
+                },
+                PState {
+                    mhz: 2000,
+                    volt: 1.2,
+                },
+            ],
+            class_speedup: vec![],
+            features: 0,
+            smt_factor: 1.0,
+            power: PowerModel {
+                dyn_w_per_v2ghz: 2.0,
+                static_w_per_v: 0.5,
+                idle_w: 0.1,
+                stall_activity: 0.0,
+                idle_leak_w_per_v3: 2.0,
+                idle_clock_w_per_v2ghz: 0.5,
+            },
+            freq_transition: SimTime::ZERO,
+            rating: None,
+        };
+        // Busy at 800 MHz on a 1.2 V plane: 0.5×1.2 + 2×1.44×0.8 = 0.6 + 2.304.
+        let slow = &t.pstates[0];
+        assert!((busy_power_at(&t, slow, 1.2, 1.0, 1.0) - 2.904).abs() < 1e-12);
+        // At its own 0.9 V: 0.45 + 2×0.81×0.8 = 0.45 + 1.296 = 1.746.
+        assert!((busy_power(&t, slow, 1.0, 1.0) - 1.746).abs() < 1e-12);
+        // Idle at 800 MHz on a 1.2 V plane: 0.1 + 2×1.728 + 0.5×1.44×0.8 = 4.132.
+        assert!((idle_power_at(&t, slow, 1.2) - 4.132).abs() < 1e-12);
+        t.power.idle_leak_w_per_v3 = 0.0;
+        let cpu = |id: usize| Cpu {
+            id,
+            ty: 0,
+            node: 0,
+            core: id as u32,
+            llc: 0,
+            domain: id,
+            duty_cycle: 1.0,
+            siblings: vec![],
+        };
+        let m = Machine {
+            types: vec![t],
+            cpus: vec![cpu(0), cpu(1), cpu(2)],
+            domains: (0..3)
+                .map(|d| FreqDomain {
+                    id: d,
+                    cpus: vec![d],
+                    ty: 0,
+                })
+                .collect(),
+            tick: SimTime(4_000_000),
+            platform_base_w: 10.0,
+            voltage_plane: vec![0, 0, 1],
+            uncore: UncorePower {
+                idle_w: 3.0,
+                busy_w: 0.5,
+                stall_w: 2.0,
+            },
+            nodes: 2,
+            ref_ghz: 1.0,
+            classes: vec!["default".into()],
+            features: vec![],
+            migration: MigrationModel {
+                enabled: false,
+                line_bytes: 64.0,
+                private_kb: 0.0,
+                llc_kb: 0.0,
+                mem_line_ns: 0.0,
+                llc_line_ns: 0.0,
+            },
+            fault_trap: SimTime::ZERO,
+        };
+        assert!(m.has_shared_planes());
+        assert_eq!((m.plane_of(1), m.plane_of(2), m.plane_of(7)), (0, 1, 7));
+        // Domains 0 and 1 at 800 and 2000 MHz: the plane is at 1.2 V; both
+        // at 800 MHz: 0.9 V.
+        assert_eq!(m.plane_volt(&[0, 1], &[800, 2000, 800]), 1.2);
+        assert_eq!(m.plane_volt(&[0, 1], &[800, 800, 2000]), 0.9);
+        // Platform 10 W + 2 nodes × 3 W of uncore idle.
+        assert_eq!(m.constant_power_w(), 16.0);
+        // A busy CPU's uncore share: 0.5 + 2 × (1 − 0.25) = 2.0 W.
+        assert_eq!(m.uncore.busy_power(0.25), 2.0);
+        let own = Machine {
+            voltage_plane: vec![],
+            ..m
+        };
+        assert!(!own.has_shared_planes());
     }
 }

@@ -11,7 +11,7 @@
 //! [`Machine::idle_power_at`] and multiplies nothing itself, so a new
 //! hardware factor is a field of the machine and one factor here.
 
-use super::{busy_power, compute_fraction, idle_power, progress_rate, CpuId, Machine};
+use super::{busy_power_at, compute_fraction, idle_power_at, progress_rate, CpuId, Machine};
 
 /// What runs on a CPU, as far as its speed is concerned.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -81,19 +81,34 @@ impl Machine {
     /// not one of the type's P-states).
     #[inline]
     pub fn busy(&self, cpu: CpuId, w: &Work, at: &Moment) -> Busy {
+        self.busy_in_plane(cpu, w, at, None)
+    }
+
+    /// [`Machine::busy`] with the supply voltage of the CPU's voltage plane,
+    /// `plane_volt` (`None`: its P-state's own voltage). The power is the
+    /// core's ([`busy_power_at`]) plus its share of the uncore
+    /// ([`super::UncorePower::busy_power`]).
+    #[inline]
+    pub fn busy_in_plane(
+        &self,
+        cpu: CpuId,
+        w: &Work,
+        at: &Moment,
+        plane_volt: Option<f64>,
+    ) -> Busy {
         let s = self.speed(cpu, w, at);
         let c = &self.cpus[cpu];
         let ty = &self.types[c.ty];
-        let ps = ty.pstate_index(at.mhz).unwrap_or(ty.pstates.len() - 1);
+        let ps = &ty.pstates[ty.pstate_index(at.mhz).unwrap_or(ty.pstates.len() - 1)];
+        let cf = compute_fraction(s, w.mem);
+        let mut power = busy_power_at(ty, ps, plane_volt.unwrap_or(ps.volt), c.duty_cycle, cf);
+        if self.uncore.busy_w != 0.0 || self.uncore.stall_w != 0.0 {
+            power += self.uncore.busy_power(cf);
+        }
         Busy {
             speed: s,
             rate: progress_rate(s, w.mem),
-            power: busy_power(
-                ty,
-                &ty.pstates[ps],
-                c.duty_cycle,
-                compute_fraction(s, w.mem),
-            ),
+            power,
         }
     }
 
@@ -101,9 +116,16 @@ impl Machine {
     /// P-state if `mhz` is not one of the type's).
     #[inline]
     pub fn idle_power_at(&self, cpu: CpuId, mhz: u32) -> f64 {
+        self.idle_power_in_plane(cpu, mhz, None)
+    }
+
+    /// [`Machine::idle_power_at`] with the supply voltage of the CPU's
+    /// voltage plane (`None`: its P-state's own voltage).
+    #[inline]
+    pub fn idle_power_in_plane(&self, cpu: CpuId, mhz: u32, plane_volt: Option<f64>) -> f64 {
         let ty = self.ty(cpu);
-        let ps = ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1);
-        idle_power(ty, &ty.pstates[ps])
+        let ps = &ty.pstates[ty.pstate_index(mhz).unwrap_or(ty.pstates.len() - 1)];
+        idle_power_at(ty, ps, plane_volt.unwrap_or(ps.volt))
     }
 }
 
@@ -163,6 +185,9 @@ mod tests {
             }],
             tick: SimTime(4_000_000),
             platform_base_w: 0.0,
+            voltage_plane: vec![],
+            uncore: crate::hw::UncorePower::default(),
+            nodes: 1,
             ref_ghz: 1.0,
             classes: vec!["default".into()],
             features: vec![],

@@ -361,6 +361,25 @@ pub(crate) fn build_machine(
         1e6,
         "0 to 1e6 µs",
     )?;
+    let uncore = match &ms.uncore {
+        None => crate::hw::UncorePower::default(),
+        Some(u) => {
+            for (name, v) in [
+                ("idle_w", u.idle_w),
+                ("busy_w", u.busy_w),
+                ("stall_w", u.stall_w),
+            ] {
+                finite_in(&format!("machine.uncore.{name}"), v, 0.0, 1e4, "0 to 1e4 W")?;
+            }
+            crate::hw::UncorePower {
+                idle_w: u.idle_w,
+                busy_w: u.busy_w,
+                stall_w: u.stall_w,
+            }
+        }
+    };
+    let node_ids: std::collections::BTreeSet<u32> = cpus.iter().map(|c| c.node).collect();
+    let voltage_plane = voltage_planes(ms.voltage_planes, &cpus, &domains)?;
     Ok(Machine {
         migration: crate::hw::MigrationModel {
             enabled: mg.enabled,
@@ -376,10 +395,44 @@ pub(crate) fn build_machine(
         domains,
         tick: SimTime::from_ns_f64(1e9 / ms.tick_hz),
         platform_base_w: ms.platform_base_w,
+        voltage_plane,
+        uncore,
+        nodes: node_ids.len(),
         ref_ghz,
         classes,
         features,
     })
+}
+
+/// The voltage plane of each frequency domain (empty: one plane per
+/// domain). With `node`, the domains of one node share a plane; a domain
+/// whose CPUs lie on more than one node cannot be placed.
+fn voltage_planes(
+    how: VoltagePlanes,
+    cpus: &[Cpu],
+    domains: &[FreqDomain],
+) -> Result<Vec<usize>, SimError> {
+    if how == VoltagePlanes::Domain {
+        return Ok(Vec::new());
+    }
+    let mut plane_of_node: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut out = Vec::with_capacity(domains.len());
+    for d in domains {
+        let node = cpus[d.cpus[0]].node;
+        if let Some(&c) = d.cpus.iter().find(|&&c| cpus[c].node != node) {
+            return Err(at(
+                "machine.voltage_planes",
+                format!(
+                    "\"node\" puts each node's CPUs on one voltage plane, but frequency domain {} \
+                     spans nodes {node} and {} (cpu {c}); give each domain CPUs of one node, or use \"domain\"",
+                    d.id, cpus[c].node
+                ),
+            ));
+        }
+        let n = plane_of_node.len();
+        out.push(*plane_of_node.entry(node).or_insert(n));
+    }
+    Ok(out)
 }
 
 /// Validate the scenario's cpusets against the machine.

@@ -155,6 +155,14 @@ pub struct MachineSpec {
     /// Power of everything but the CPUs (memory, disks, fans, supply), W.
     #[serde(default)]
     pub platform_base_w: f64,
+    /// How frequency domains share a supply voltage: `domain` (default,
+    /// each domain its own plane) or `node` (one plane per node/package, at
+    /// the highest voltage any of its domains' P-states asks for).
+    #[serde(default, skip_serializing_if = "VoltagePlanes::is_default")]
+    pub voltage_planes: VoltagePlanes,
+    /// Uncore (northbridge, shared cache, memory) power per node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncore: Option<UncoreSpec>,
     /// Reference clock in GHz for instruction counts (default: the highest
     /// frequency of any type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -317,6 +325,39 @@ impl Default for PowerSpec {
             idle_clock_w_per_v2ghz: 0.0,
         }
     }
+}
+
+/// Grouping of frequency domains into voltage planes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum VoltagePlanes {
+    /// Every frequency domain has its own supply voltage.
+    #[default]
+    Domain,
+    /// The domains of one node (package) share one supply voltage.
+    Node,
+}
+
+impl VoltagePlanes {
+    fn is_default(&self) -> bool {
+        *self == VoltagePlanes::Domain
+    }
+}
+
+/// Uncore power of each node (docs/power.md): `idle_w` always, plus per
+/// busy CPU `busy_w + stall_w × (1 − compute fraction)`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UncoreSpec {
+    /// Constant power of each node's uncore, W (0 to 1e4).
+    #[serde(default)]
+    pub idle_w: f64,
+    /// Power per busy CPU, W (0 to 1e4).
+    #[serde(default)]
+    pub busy_w: f64,
+    /// Power of a busy CPU fully stalled on memory, W (0 to 1e4).
+    #[serde(default)]
+    pub stall_w: f64,
 }
 
 /// Scope of a cluster's frequency domains.

@@ -270,6 +270,10 @@ pub struct Engine {
     pub cpusets: Vec<crate::os::Cpuset>,
     /// Sum of the CPUs' power now, W (kept incrementally).
     total_power: f64,
+    /// Power drawn whatever the load (platform and uncore idle), W.
+    base_w: f64,
+    /// Shared voltage planes; `None` when each domain is its own plane.
+    planes: Option<Box<planes::Planes>>,
     /// Highest total power (CPUs + platform) seen at the end of an event.
     pub peak_power_w: f64,
     /// Virtual machines (`vm.rs`); empty when the scenario has none.
@@ -329,6 +333,7 @@ struct Policies<'a> {
 pub mod dsq;
 pub mod dynamic;
 mod idle_wait;
+mod planes;
 mod sync;
 mod vm;
 
@@ -395,6 +400,8 @@ impl Engine {
         );
         let sync = sync::SyncState::new(&s.tasks, &s.programs);
         let cls = classes::Classes::build(s.classes, &s.tasks, &s.machine);
+        let planes = planes::Planes::new(&s.machine, &dom_mhz);
+        let base_w = s.machine.constant_power_w();
         let mut e = Engine {
             sync,
             cls,
@@ -439,6 +446,8 @@ impl Engine {
             picking: None,
             cpusets: s.cpusets,
             total_power: 0.0,
+            base_w,
+            planes,
             peak_power_w: 0.0,
             vm,
             dynm,
@@ -641,8 +650,7 @@ impl Engine {
     }
     /// Total platform energy (CPUs + base power), joules.
     pub fn total_energy(&self) -> f64 {
-        self.cpus.iter().map(|c| c.energy).sum::<f64>()
-            + self.m.platform_base_w * self.now.as_secs_f64()
+        self.cpus.iter().map(|c| c.energy).sum::<f64>() + self.base_w * self.now.as_secs_f64()
     }
 
     // ----------------------------------------------------------------- trace
@@ -732,13 +740,14 @@ impl Engine {
         self.cpus[cpu].comp_gen = gen;
         let old_power = self.cpus[cpu].power;
         let mhz = self.dom_mhz[hw.domain];
+        let volt = self.plane_volt(hw.domain);
         match self.exec_task(cpu) {
             None => {
                 let c = &mut self.cpus[cpu];
                 c.rate = 0.0;
                 if c.idle_key != Some(mhz) {
                     c.idle_key = Some(mhz);
-                    c.idle_val = self.m.idle_power_at(cpu, mhz);
+                    c.idle_val = self.m.idle_power_in_plane(cpu, mhz, volt);
                 }
                 c.power = c.idle_val;
             }
@@ -762,7 +771,7 @@ impl Engine {
                             sibling_busy: sib_busy,
                             fusion: self.dyn_fusion(cpu, p.class),
                         };
-                        let b = self.m.busy(cpu, &w, &at);
+                        let b = self.m.busy_in_plane(cpu, &w, &at, volt);
                         let c = &mut self.cpus[cpu];
                         c.rate_key = Some(key);
                         c.rate_val = (b.rate, b.power);
@@ -1247,9 +1256,13 @@ impl Engine {
             self.sync(c);
         }
         self.dom_mhz[domain] = mhz;
+        let peers = self.plane_update(domain);
         self.update_ratings();
         for i in 0..ncpus {
             let c = self.m.domains[domain].cpus[i];
+            self.refresh(c);
+        }
+        for c in peers {
             self.refresh(c);
         }
         let t_ns = self.now.0;
@@ -2062,7 +2075,7 @@ impl Engine {
         self.started = true;
         // The power at the start counts towards the peak (a run may have no
         // event at all).
-        self.peak_power_w = self.total_power + self.m.platform_base_w;
+        self.peak_power_w = self.total_power + self.base_w;
         if let Some(p) = self.gov.period() {
             self.q.push(p, EventClass::Sample, Ev::GovSample);
         }
@@ -2152,7 +2165,7 @@ impl Engine {
             }
             self.events += 1;
             self.process_resched()?;
-            let p = self.total_power + self.m.platform_base_w;
+            let p = self.total_power + self.base_w;
             if p > self.peak_power_w {
                 self.peak_power_w = p;
             }
