@@ -1912,14 +1912,19 @@ impl Credit {
     /// asked in a cyclic order from a random one.
     fn tickle_idlers(&mut self, cx: &mut Ctx, t: TaskId) {
         let n = cx.ncpus();
-        let idle: Vec<CpuId> = (0..n)
-            .filter(|&c| {
-                self.run_mask[c / 64] & (1 << (c % 64)) == 0
-                    && self.rq[c].is_empty()
-                    && cx.online(c)
-                    && cx.task(t).affinity.contains(c)
-            })
-            .collect();
+        // CPUs that run and queue nothing, word by word; then online and in
+        // the affinity.
+        let mut idle: Vec<CpuId> = Vec::new();
+        for w in 0..n.div_ceil(64) {
+            let mut x = valid_word(n, w) & !self.run_mask[w] & !self.le[2][w];
+            while x != 0 {
+                let c = w * 64 + x.trailing_zeros() as usize;
+                x &= x - 1;
+                if cx.online(c) && cx.task(t).affinity.contains(c) {
+                    idle.push(c);
+                }
+            }
+        }
         if idle.is_empty() {
             return;
         }
