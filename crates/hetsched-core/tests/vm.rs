@@ -251,19 +251,19 @@ impl Scheduler for Shared {
     }
 }
 
-/// Credit's priorities, on one CPU shared by a CPU hog and an interactive
-/// VM (5 ms of work every 40 ms): the hog burns its credits and turns OVER,
-/// gets UNDER back at accounting; the interactive vCPU is BOOSTed at each
-/// wake-up, preempts the hog at once, and loses the boost after a tick when
-/// it runs that long.
-#[test]
-fn credit_boost_under_over_transitions() {
-    let text = "duration_s = 2.0\nstop_when_done = false\nscheduler = \"xen-credit\"\n\
-        [machine.types.c]\ncapacity = 1024\npstates = [{ mhz = 1000, volt = 1.0 }]\n\
-        [[machine.cpus]]\ntype = \"c\"\n\
-        [[vms]]\nname = \"hog\"\nvcpus = 1\n[[vms.programs]]\nkind = \"sequential\"\nwork_ms = 5000\n\
-        [[vms]]\nname = \"io\"\nvcpus = 1\n[[vms.programs]]\nkind = \"phases\"\nloops = 40\n\
-        phases = [{ compute_ms = 5 }, { sleep_ms = 33 }, { compute_ms = 15 }, { sleep_ms = 27 }]\n";
+/// Run `text` under a Credit whose priority log is kept; the results and
+/// the log.
+fn credit_logged(
+    text: &str,
+) -> (
+    hetsched_core::metrics::RunResults,
+    Vec<(
+        hetsched_core::time::SimTime,
+        TaskId,
+        &'static str,
+        &'static str,
+    )>,
+) {
     let s = scn(text);
     let setup_m = s.build(None, vec![]).unwrap().machine;
     let spec = hetsched_core::policy::parse_spec("xen-credit").unwrap();
@@ -281,8 +281,71 @@ fn credit_boost_under_over_transitions() {
         None,
     )
     .unwrap();
-    let (hog, io) = (r.vms[0].vcpu_tasks[0], r.vms[1].vcpu_tasks[0]);
     let log = shared.borrow().log.clone().unwrap();
+    (r, log)
+}
+
+/// Two CPU-bound 1-vCPU VMs on one CPU, worked by hand in Xen's units (300
+/// credits per 30 ms period for the CPU; 10 ms of running burns 100). The
+/// model serves a tick's slice check before that tick's accounting.
+/// * 0-30 ms the first (x) runs (both start BOOSTed; x drops the boost and
+///   joins the active list at the 10 ms tick); at 30 ms only x is active
+///   and gets all 300: −300 + 300 = 0, UNDER; its slice is over and the
+///   second (y), still BOOSTed, runs (joining the list at 40 ms);
+/// * 60 ms: y's slice is over, x (UNDER) takes the CPU; accounting gives
+///   150 each: x 150, y −300 + 150 = −150, OVER;
+/// * 90 ms: x's slice is over, but y is OVER: x runs on; then x 150 − 300 +
+///   150 = 0 and y −150 + 150 = 0, both UNDER;
+/// * 120 ms: x's slice is over and y (UNDER) takes the CPU; x 0 − 300 + 150
+///   = −150, OVER, y 150; and so on: each runs 60 ms turns, turning OVER at
+///   the end of its turn and UNDER 30 ms later (`csched_acct`): y at 60,
+///   180, 300 ms ... (UNDER at 90, 210, 330), x at 120, 240, 360 ms ...
+#[test]
+fn credit_turns_a_vcpu_over_its_share_over_at_accounting() {
+    let text = "duration_s = 2.0\nstop_when_done = false\nscheduler = \"xen-credit\"\n\
+        [machine.types.c]\ncapacity = 1024\npstates = [{ mhz = 1000, volt = 1.0 }]\n\
+        [[machine.cpus]]\ntype = \"c\"\n\
+        [[vms]]\nname = \"a\"\nvcpus = 1\n[[vms.programs]]\nkind = \"sequential\"\nwork_ms = 5000\n\
+        [[vms]]\nname = \"b\"\nvcpus = 1\n[[vms.programs]]\nkind = \"sequential\"\nwork_ms = 5000\n";
+    let (r, log) = credit_logged(text);
+    let first = r.trace.iter().find_map(|e| match e {
+        hetsched_core::trace::TraceEvent::Run { task, .. } => Some(*task),
+        _ => None,
+    });
+    let (a, b) = (r.vms[0].vcpu_tasks[0], r.vms[1].vcpu_tasks[0]);
+    let (x, y) = if first == Some(a) { (a, b) } else { (b, a) };
+    let at = |t: TaskId, from: &str, to: &str| -> Vec<u64> {
+        log.iter()
+            .filter(|e| e.1 == t && e.2 == from && e.3 == to)
+            .map(|e| e.0 .0 / common::MS)
+            .collect()
+    };
+    for (t, over, under) in [
+        (y, [60, 180, 300], [90, 210, 330]),
+        (x, [120, 240, 360], [150, 270, 390]),
+    ] {
+        let (o, u) = (at(t, "under", "over"), at(t, "over", "under"));
+        assert_eq!(&o[..3], &over, "{log:?}");
+        assert_eq!(&u[..3], &under, "{log:?}");
+        // About one turn every 120 ms over the 2 s.
+        assert!(o.len() >= 15, "{log:?}");
+    }
+}
+
+/// Credit's BOOST, on one CPU shared by a CPU hog and an interactive VM
+/// (5 ms of work every 40 ms): the interactive vCPU is BOOSTed at each
+/// wake-up, preempts the hog at once, and loses the boost after a tick when
+/// it runs that long, or at accounting.
+#[test]
+fn credit_boost_under_over_transitions() {
+    let text = "duration_s = 2.0\nstop_when_done = false\nscheduler = \"xen-credit\"\n\
+        [machine.types.c]\ncapacity = 1024\npstates = [{ mhz = 1000, volt = 1.0 }]\n\
+        [[machine.cpus]]\ntype = \"c\"\n\
+        [[vms]]\nname = \"hog\"\nvcpus = 1\n[[vms.programs]]\nkind = \"sequential\"\nwork_ms = 5000\n\
+        [[vms]]\nname = \"io\"\nvcpus = 1\n[[vms.programs]]\nkind = \"phases\"\nloops = 40\n\
+        phases = [{ compute_ms = 5 }, { sleep_ms = 33 }, { compute_ms = 15 }, { sleep_ms = 27 }]\n";
+    let (r, log) = credit_logged(text);
+    let io = r.vms[1].vcpu_tasks[0];
     let has = |t: TaskId, from: &str, to: &str| {
         log.iter()
             .filter(|e| e.1 == t && e.2 == from && e.3 == to)
@@ -290,8 +353,6 @@ fn credit_boost_under_over_transitions() {
     };
     assert!(has(io, "under", "boost") >= 20, "{log:?}");
     assert!(has(io, "boost", "under") >= 10, "{log:?}");
-    assert!(has(hog, "under", "over") >= 5, "{log:?}");
-    assert!(has(hog, "over", "under") >= 5, "{log:?}");
     // A boosted wake-up preempts the hog at once: the interactive vCPU never
     // waits for a CPU.
     let mut waits = Vec::new();
@@ -530,4 +591,65 @@ fn aash_serves_a_sequential_vm_first() {
     assert!(share(&on) > 0.6, "{}", share(&on));
     assert!(share(&off) < 0.35, "{}", share(&off));
     assert!(on.programs[1].completion_s < off.programs[1].completion_s);
+}
+
+/// Xen 3.4's Credit on a wake-up and on a tick, hand-worked on 3 CPUs with
+/// two native threads (each a single-vCPU domain), both pinned to CPU 0 for
+/// their first millisecond:
+/// * t = 0: the hog starts on CPU 0; `io` queues behind it, both BOOSTed
+///   (no preemption between equals, and no idler may take `io`);
+/// * t = 10 ms: the hog drops its BOOST, but a tick preempts nothing
+///   (`csched_tick` only accounts): `io` waits for the end of the hog's
+///   30 ms slice, and runs at t = 30 ms;
+/// * `io` computes 1 ms, may then use any CPU, and sleeps 50 ms; the hog
+///   takes CPU 0 back from its own queue at 31 ms;
+/// * t = 81 ms: `io` wakes on its own processor, CPU 0 (`csched_vcpu_wake`
+///   picks no CPU), is BOOSTed and preempts the hog; the idle CPUs are
+///   tickled (`__runq_tickle`) and one of them steals the preempted hog
+///   from CPU 0's queue (`csched_load_balance`) at that instant. Which idler
+///   wins is Xen's race, random per seed.
+#[test]
+fn credit_wakes_on_its_cpu_and_idlers_steal_the_preempted_vcpu() {
+    let mut won = std::collections::BTreeSet::new();
+    for seed in 1..=8 {
+        let text = format!(
+            "duration_s = 1.0\nseed = {seed}\nscheduler = \"xen-credit\"\n{}\
+             [[workload.programs]]\nname = \"hog\"\nkind = \"phases\"\naffinity = [0]\n\
+             phases = [{{ compute_ms = 1 }}, {{ cpus = [0, 1, 2] }}, {{ compute_ms = 300 }}]\n\
+             [[workload.programs]]\nname = \"io\"\nkind = \"phases\"\naffinity = [0]\n\
+             phases = [{{ compute_ms = 1 }}, {{ cpus = [0, 1, 2] }}, {{ sleep_ms = 50 }}, \
+             {{ compute_ms = 2 }}]\n",
+            common::cpus(3)
+        );
+        let r = go(&text);
+        let id = |name: &str| r.tasks.iter().position(|t| t.program == name).unwrap();
+        let (hog, io) = (id("hog"), id("io"));
+        let hog_runs = common::run_intervals(&r, hog);
+        let io_runs = common::run_intervals(&r, io);
+        assert_eq!(
+            hog_runs[0],
+            (0, 0, 30 * common::MS),
+            "seed {seed}: {hog_runs:?}"
+        );
+        assert_eq!(
+            io_runs[0],
+            (0, 30 * common::MS, 31 * common::MS),
+            "{io_runs:?}"
+        );
+        assert_eq!(
+            hog_runs[1],
+            (0, 31 * common::MS, 81 * common::MS),
+            "{hog_runs:?}"
+        );
+        assert_eq!(
+            io_runs[1],
+            (0, 81 * common::MS, 83 * common::MS),
+            "{io_runs:?}"
+        );
+        let (cpu, start, _) = hog_runs[2];
+        assert_eq!(start, 81 * common::MS, "seed {seed}: {hog_runs:?}");
+        assert_ne!(cpu, 0, "seed {seed}: {hog_runs:?}");
+        won.insert(cpu);
+    }
+    assert_eq!(won.into_iter().collect::<Vec<_>>(), vec![1, 2]);
 }

@@ -6,15 +6,25 @@
 //!   OVER, round-robin within a priority (a descheduled vCPU goes after all
 //!   vCPUs of its priority);
 //! * a tick (10 ms) on which the running vCPU burns credits (10 per ms of
-//!   run time, as Xen's `CSCHED_CREDITS_PER_MSEC`), drops a wake-up BOOST
-//!   after consuming a tick, becomes OVER when its credits are gone, and is
-//!   preempted when its 30 ms slice is over or a higher priority waits;
+//!   run time, as Xen's `CSCHED_CREDITS_PER_MSEC`) and drops a wake-up BOOST
+//!   after consuming a tick (`csched_vcpu_acct`); the tick changes no other
+//!   priority and preempts nothing before the 30 ms slice is over (Xen 3.4's
+//!   `csched_tick`; AASH keeps the thesis's tick, §2, which also turns a
+//!   vCPU whose credits are gone OVER and preempts it for a higher
+//!   priority);
 //! * an accounting period (3 ticks) that hands out `10 × period_ms` credits
 //!   per physical CPU, shared between active domains by weight (capped at
 //!   what a domain's active vCPUs can burn, the excess going to the others)
-//!   and within a domain equally between its active vCPUs; credit is capped
-//!   at one slice's worth either way; credit > 0 is UNDER, else OVER;
+//!   and within a domain equally between its active vCPUs; `csched_acct`
+//!   makes every active vCPU, a BOOSTed one included, UNDER (credit >= 0) or
+//!   OVER, bounds credit below by one slice's worth, takes a vCPU whose
+//!   credit exceeds one slice off the active list with its credit reset to 0
+//!   (a tick that finds it running puts it back), and preempts nothing.
+//!   AASH serves the running and queued vCPUs, clamps credit to ± one slice,
+//!   and keeps a BOOST (credit > 0 is UNDER);
 //! * BOOST on wake-up for an UNDER vCPU, preempting a lower-priority vCPU;
+//!   a vCPU that wakes on a busy CPU has every idle CPU in its affinity
+//!   reschedule and steal (`__runq_tickle`);
 //! * a CPU whose next candidate is OVER, or that would go idle, first steals
 //!   a higher-priority queued vCPU from its peers (`csched_load_balance`):
 //!   busy peers only, in CPU order from the next one, the first queued vCPU
@@ -26,9 +36,11 @@
 //!   elsewhere (`csched_vcpu_acct` calling `csched_cpu_pick` with its own CPU
 //!   counted as idle): if another last-level-cache domain has more idle CPUs
 //!   it is migrated there (Credit only; AASH places vCPUs by fast credits);
-//! * wake-up placement: the previous CPU if idle, else an idle CPU (a
-//!   random one among the idle for a first start, Xen's arbitrary choice),
-//!   else the previous CPU.
+//! * wake-up placement: none in Xen 3.4 (`vcpu_wake` → `csched_vcpu_wake`
+//!   queues the vCPU on its own processor, and the tickled idlers steal it
+//!   or the vCPU it preempted); a first start takes a random idle CPU
+//!   (Xen's arbitrary choice). AASH: the previous CPU if idle, else an idle
+//!   CPU of the speed its fast credits allow, else the previous CPU.
 //!
 //! Native threads are scheduled as single-vCPU domains of weight 256.
 //!
@@ -496,6 +508,14 @@ pub struct Credit {
     slow_mask: Vec<u64>,
     /// Priority transitions (time, task, from, to), kept when `log` is on.
     pub log: Option<Vec<(SimTime, TaskId, &'static str, &'static str)>>,
+    /// Credit only: Xen's active list (`active_vcpu_elem`), the vCPUs that
+    /// accounting serves: a vCPU joins when a tick finds it running
+    /// (`__csched_vcpu_acct_start`) and stays, blocked or not, until
+    /// accounting finds its credit above one slice
+    /// (`__csched_vcpu_acct_stop_locked`, credit reset to 0) or it exits.
+    xen_active: Vec<bool>,
+    /// The members of `xen_active`, ascending.
+    xen_list: Vec<TaskId>,
 }
 
 impl Credit {
@@ -593,6 +613,8 @@ impl Credit {
             fast_mask,
             slow_mask,
             log: None,
+            xen_active: Vec::new(),
+            xen_list: Vec::new(),
         })
     }
 
@@ -845,18 +867,62 @@ impl Credit {
             open.retain(|i| !capped.contains(i));
         }
         let cap = self.cap();
+        let xen = self.aash.is_none();
         for (i, (_, _, ts)) in doms.iter().enumerate() {
             let each = share[i] / ts.len() as f64;
             for &t in ts {
                 self.grow(t);
-                self.credit[t] = (self.credit[t] + each).clamp(-cap, cap);
+                let c = self.credit[t] + each;
+                if !xen {
+                    self.credit[t] = c.clamp(-cap, cap);
+                    continue;
+                }
+                // `csched_acct`: credit < 0 is OVER (bounded below by one
+                // slice); otherwise UNDER, and above one slice the vCPU
+                // leaves the active list with its credit reset to 0.
+                if c < 0.0 {
+                    self.credit[t] = c.max(-cap);
+                    self.set_pri(cx, t, OVER);
+                } else {
+                    self.credit[t] = if c > cap { 0.0 } else { c };
+                    self.set_pri(cx, t, UNDER);
+                    if c > cap {
+                        self.xen_active[t] = false;
+                    }
+                }
             }
         }
+        if xen {
+            let active = &self.xen_active;
+            self.xen_list.retain(|&t| active[t]);
+        }
+    }
+
+    /// Credit: `t`, found running on a tick, joins the active list if it is
+    /// not on it (`__csched_vcpu_acct_start`); whether it joined now.
+    fn xen_join(&mut self, t: TaskId) -> bool {
+        if self.xen_active.len() <= t {
+            self.xen_active.resize(t + 1, false);
+        }
+        if self.xen_active[t] {
+            return false;
+        }
+        self.xen_active[t] = true;
+        let at = self.xen_list.partition_point(|&u| u < t);
+        self.xen_list.insert(at, t);
+        true
     }
 
     /// Set priorities from credits after accounting and re-sort the queues.
     fn reprioritise(&mut self, cx: &mut Ctx) {
-        let mut all: Vec<TaskId> = self.active_tasks(cx);
+        // Credit: `distribute` has set the priorities of the active list's
+        // vCPUs, as Xen's `csched_acct` does (a BOOST included); the others
+        // keep theirs.
+        let mut all: Vec<TaskId> = if self.aash.is_some() {
+            self.active_tasks(cx)
+        } else {
+            Vec::new()
+        };
         all.retain(|&t| t < self.credit.len());
         for t in all {
             let p = if self.credit[t] > 0.0 {
@@ -1390,13 +1456,22 @@ impl Scheduler for Credit {
         cx: &mut Ctx,
         task: TaskId,
         prev: Option<CpuId>,
-        _flags: EnqFlags,
+        flags: EnqFlags,
     ) -> CpuId {
         self.grow(task);
         if self.aash.is_some() {
             self.aash_know(cx, task);
         }
         let n = cx.ncpus();
+        // Xen 3.4 picks no CPU on a wake-up (`vcpu_wake` calls
+        // `csched_vcpu_wake`, which queues the vCPU on its own processor);
+        // idle CPUs are sent to steal it instead (`__runq_tickle`, in
+        // `enqueue`). `csched_cpu_pick` runs only when a vCPU is migrated.
+        if self.aash.is_none() && flags == EnqFlags::Wakeup {
+            if let Some(p) = prev.filter(|&p| cx.online(p) && cx.task(task).affinity.contains(p)) {
+                return p;
+            }
+        }
         // `allowed`, with the task's fast-credit status looked up once.
         let holder = self.aash.as_ref().map(|a| a.is_holder[task]);
         if let Some(p) = prev {
@@ -1485,6 +1560,9 @@ impl Scheduler for Credit {
             if cur < self.pri.len() && self.pri[task] < self.pri[cur] {
                 cx.resched(cpu);
             }
+            if self.aash.is_none() && matches!(flags, EnqFlags::Wakeup | EnqFlags::New) {
+                self.tickle_idlers(cx, task);
+            }
         } else if cx.online(cpu) {
             cx.resched(cpu);
         }
@@ -1541,15 +1619,27 @@ impl Scheduler for Credit {
             if self.pri[t] == BOOST {
                 self.set_pri(cx, t, UNDER); // boost lasts one tick
             }
-            if self.credit[t] <= 0.0 && self.pri[t] != OVER && !self.is_fast(cpu) {
+            // Xen 3.4's tick (`csched_tick` → `csched_vcpu_acct`) burns
+            // credits, drops BOOST and checks for a better CPU; priorities
+            // change only in `csched_acct`, and a waiting vCPU of a higher
+            // priority gets the CPU when it wakes (`__runq_tickle`) or when
+            // the slice ends. AASH keeps the thesis's tick, which also marks
+            // a vCPU whose credits are gone and preempts it for a higher
+            // priority (§2).
+            let xen = self.aash.is_none();
+            if !xen && self.credit[t] <= 0.0 && self.pri[t] != OVER && !self.is_fast(cpu) {
                 self.set_pri(cx, t, OVER);
             }
-            if self.move_running(cx, t, cpu) {
+            // `csched_vcpu_acct`: a vCPU not on the active list joins it;
+            // one on it checks for a better CPU.
+            let joined = xen && self.xen_join(t);
+            if !joined && self.move_running(cx, t, cpu) {
                 continue;
             }
             let head = self.rq[cpu].front().map(|&h| self.pri[h]);
             let slice_over = cx.now.since(self.slice_start[cpu]) >= self.slice;
-            if head.is_some_and(|h| h < self.pri[t] || (slice_over && h <= self.pri[t])) {
+            let outranked = !xen && head.is_some_and(|h| h < self.pri[t]);
+            if outranked || (slice_over && head.is_some_and(|h| h <= self.pri[t])) {
                 cx.resched(cpu);
             } else if slice_over {
                 // Nothing local of its rank waits: a peer's queue may hold a
@@ -1582,13 +1672,22 @@ impl Scheduler for Credit {
             if self.aash.is_some() {
                 self.aash_account(cx);
             } else {
-                let active = self.active_tasks(cx);
+                // Exited vCPUs leave the list (`csched_vcpu_destroy`).
+                for &t in &self.xen_list {
+                    if cx.task(t).state == TaskState::Exited {
+                        self.xen_active[t] = false;
+                    }
+                }
+                let flags = &self.xen_active;
+                self.xen_list.retain(|&t| flags[t]);
+                let active = self.xen_list.clone();
                 let online = (0..cx.ncpus()).filter(|&c| cx.online(c)).count() as f64;
                 let total =
                     online * self.acct_ticks as f64 * self.tick.0 as f64 * 1e-6 * CREDITS_PER_MS;
                 self.distribute(cx, &active, total);
+                // `csched_acct` re-sorts the queues (`csched_runq_sort`) and
+                // preempts nothing.
                 self.reprioritise(cx);
-                self.check_preempt(cx);
             }
         }
         // Idle CPUs look for work queued elsewhere (non-empty queues of
@@ -1674,7 +1773,10 @@ impl Credit {
     ) -> Option<CpuId> {
         let n = cx.ncpus();
         if self.idle_bias.len() < n {
-            self.idle_bias = (0..n).collect();
+            // Xen's `csched_pcpu_init` starts every CPU's bias at the last
+            // CPU (`NR_CPUS - 1`), so a domain's first choice cycles from
+            // its lowest-numbered idle CPU.
+            self.idle_bias = vec![n - 1; n];
         }
         if self.llc.idx.len() != n {
             self.llc = LlcMasks::new(cx.machine, n);
@@ -1798,6 +1900,41 @@ impl Credit {
             let claimed = self.claimed.get(w).copied().unwrap_or(0);
             self.scratch_idlers
                 .push(x & !self.run_mask[w] & !self.le[2][w] & !claimed);
+        }
+    }
+
+    /// Xen 3.4's `__runq_tickle` for a vCPU that woke on a busy CPU: every
+    /// idle CPU in its affinity is told to schedule, and each, finding its
+    /// own queue empty, steals from its busy peers (`csched_load_balance`):
+    /// the woken vCPU, or the one it preempted. The local CPU's reschedule
+    /// was asked first, so a preempted vCPU is queued by the time an idler
+    /// looks. Which idler gets there first is a race in Xen: the idlers are
+    /// asked in a cyclic order from a random one.
+    fn tickle_idlers(&mut self, cx: &mut Ctx, t: TaskId) {
+        let n = cx.ncpus();
+        // CPUs that run and queue nothing, word by word; then online and in
+        // the affinity.
+        let mut idle: Vec<CpuId> = Vec::new();
+        for w in 0..n.div_ceil(64) {
+            let mut x = valid_word(n, w) & !self.run_mask[w] & !self.le[2][w];
+            while x != 0 {
+                let c = w * 64 + x.trailing_zeros() as usize;
+                x &= x - 1;
+                if cx.online(c) && cx.task(t).affinity.contains(c) {
+                    idle.push(c);
+                }
+            }
+        }
+        if idle.is_empty() {
+            return;
+        }
+        let start = if idle.len() > 1 {
+            (cx.random_u64() % idle.len() as u64) as usize
+        } else {
+            0
+        };
+        for k in 0..idle.len() {
+            cx.resched(idle[(start + k) % idle.len()]);
         }
     }
 
