@@ -47,6 +47,45 @@ def test_verdict_counts_noise_and_the_larger_of_the_two_targets(
     assert rows[0]["noise"] == pytest.approx((max(real) - min(real)) / 2)
 
 
+def _p99(exp: str, real: float, noise: float, sim: float) -> dict[str, object]:
+    return {
+        "experiment": exp,
+        "metric": "periodic wake-up latency p99",
+        "real": real,
+        "noise": noise,
+        "sim": sim,
+    }
+
+
+@pytest.mark.parametrize(
+    ("default", "short", "verdict"),
+    [
+        # (real, noise, sim) of the default- and the custom-slice p99, ms.
+        # Both fall by more than the noise of the difference (0.1 + 0.02).
+        ((0.74, 0.10, 0.94), (0.05, 0.02, 0.0), "within"),
+        # Neither falls by more than it: the quiet machine's case.
+        ((0.021, 0.002, 0.0), (0.022, 0.003, 0.0), "within"),
+        # Only the simulator falls.
+        ((0.021, 0.002, 0.5), (0.022, 0.003, 0.0), "outside"),
+        # Only the real kernel falls: 0.3 ms, more than the noise 0.25.
+        ((0.35, 0.2, 0.0), (0.05, 0.05, 0.0), "outside"),
+        # A real fall inside the noise is no cut: 0.3 ms < 0.2 + 0.15.
+        ((0.35, 0.2, 0.0), (0.05, 0.15, 0.0), "within"),
+    ],
+)
+def test_custom_slice_row_counts_a_cut_only_beyond_the_real_noise(
+    default: tuple[float, float, float], short: tuple[float, float, float], verdict: str
+) -> None:
+    row = suite.slice_cut_row([_p99("periodic", *default), _p99("periodic-slice", *short)])
+    assert row["verdict"] == verdict, row
+    assert row["tolerance"] == pytest.approx(default[1] + short[1])
+
+
+def test_custom_slice_row_without_noise_has_no_verdict() -> None:
+    rows = [_p99("periodic", 0.7, math.nan, 0.9), _p99("periodic-slice", 0.05, math.nan, 0.0)]
+    assert suite.slice_cut_row(rows)["verdict"] == "no data"
+
+
 def test_not_modelled_rows_say_so() -> None:
     rows = suite.compare(_exp(suite.SHARE), [{"m": 20.0}], None)
     assert rows[0]["verdict"] == "not modelled yet" and rows[0]["sim"] is None
@@ -137,14 +176,14 @@ def test_suite_from_recorded_traces(capsys: pytest.CaptureFixture[str]) -> None:
     # What the kernel did on our machine, read back from its own trace.
     d = by[("periodic", "periodic wake-up latency p99")]
     c = by[("periodic-slice", "periodic wake-up latency p99")]
-    assert c["real"] < d["real"], "the 0.1 ms custom slice cut the real p99 latency"
+    # On the quiet machine nothing delays the periodic task's wake-ups, so
+    # the custom slice has nothing to cut, in the kernel and in the model.
+    assert abs(c["real"] - d["real"]) < 0.05
     cut = by[("periodic-slice", "custom slice cuts p99 latency")]
-    # The outside activity read from the same runs gives the model the
-    # default-slice tail that the custom slice cuts (docs/real-linux.md).
     assert cut["verdict"] == "within", cut
     for r in rows:
         if r["real_all"]:
-            assert len(r["real_all"]) == 3
+            assert len(r["real_all"]) == 5
             assert r["noise"] == pytest.approx((max(r["real_all"]) - min(r["real_all"])) / 2)
     # EEVDF's base slice on 2 CPUs is 0.75 ms × (1 + log2 2) = 1.5 ms: the
     # kernel's spinners are preempted after about that long.
@@ -248,9 +287,11 @@ def test_outside_activity_is_read_from_the_spinners_preemptions() -> None:
     exp = next(e for e in suite.experiments() if e.name == "periodic")
     out = suite.outside_activity(exp, runs["periodic"])
     assert out is not None
-    # Other tasks of the shared machine preempt the spinner tens of times a
-    # second, each for a fraction of a millisecond (docs/real-linux.md).
-    assert 5.0 < out.rate_per_s < 200.0
+    # Other tasks of the machine preempt the spinner a few times a second
+    # (3.1/s on the quiet machine of the recording; tens of times a second
+    # on a shared one), each for a fraction of a millisecond
+    # (docs/real-linux.md).
+    assert 1.0 < out.rate_per_s < 200.0
     assert 0.0 < out.run_ms < 1.0
     assert out.cpus == [0]
     nice = next(e for e in suite.experiments() if e.name == "nice-pair")

@@ -295,6 +295,8 @@ pub struct Eevdf {
     /// Built as `linux`: EAS is off without a word where the machine does
     /// not support it.
     linux: bool,
+    /// Linux 6.x's periodic balancing state (`fair::Lb6`; with `balance`).
+    lb6: Option<Box<fair::Lb6>>,
 }
 
 /// `⌊a / b⌋` for `b > 0` (the kernel's `avg -= load - 1` before `div_s64`).
@@ -380,6 +382,10 @@ impl Eevdf {
         );
         // A new task's utilisation as Linux 4.7+ sets it.
         cap.set_post_init_util();
+        // 6.x's balancing classifies CPUs by their PELT utilisation.
+        cap.track |= balance;
+        let bal = Balancer::new(m, balance, busy_factor);
+        let lb6 = balance.then(|| Box::new(fair::Lb6::new(&bal)));
         Ok(Eevdf {
             name,
             f,
@@ -387,9 +393,10 @@ impl Eevdf {
             tick: m.tick.0.max(1),
             rqs: vec![Rq::default(); n],
             se: Vec::new(),
-            bal: Balancer::new(m, balance, busy_factor),
+            bal,
             cap,
             linux,
+            lb6,
         })
     }
 
@@ -824,7 +831,9 @@ impl Eevdf {
     fn sync_tick(&mut self, cx: &mut Ctx, cpu: CpuId) {
         // Capacity awareness checks for misfits on every busy CPU's tick.
         let misfit_watch = self.cap.capacity_aware && self.rqs[cpu].curr.is_some();
-        let on = self.rqs[cpu].nr_running >= 2 || misfit_watch;
+        // 6.x's balancing runs on every busy CPU's tick (`Lb6`).
+        let balance_watch = self.bal.balance && self.rqs[cpu].curr.is_some();
+        let on = self.rqs[cpu].nr_running >= 2 || misfit_watch || balance_watch;
         if on != self.rqs[cpu].ticking {
             // Ticks stop or start now: charge the running entity so far under
             // the old rule.
@@ -928,6 +937,18 @@ impl FairQueues for Eevdf {
         }
         self.sync_tick(cx, dst);
         self.hrtick_start(cx, dst);
+    }
+
+    fn lb6(&mut self) -> Option<&mut Option<Box<fair::Lb6>>> {
+        self.bal.balance.then_some(&mut self.lb6)
+    }
+
+    fn lb_cpu_util(&self, cx: &Ctx, cpu: CpuId) -> f64 {
+        self.cpu_util(cx, cpu)
+    }
+
+    fn lb_task_util(&self, cx: &Ctx, t: TaskId) -> f64 {
+        self.cap.task_util(cx, t)
     }
 }
 

@@ -865,6 +865,20 @@ pub(super) trait FairQueues {
     /// Move queued task `t` from `src` to `dst` (detach, attach, tell the
     /// engine with `cx.migrate`).
     fn move_queued(&mut self, cx: &mut Ctx, t: TaskId, src: CpuId, dst: CpuId);
+    /// The state of Linux 6.x's periodic balancing ([`Lb6`]) for a
+    /// scheduler that balances as 6.x does (`eevdf`); `None`: the 2.6-era
+    /// rules of `tick_balance` (`cfs`).
+    fn lb6(&mut self) -> Option<&mut Option<Box<Lb6>>> {
+        None
+    }
+    /// A CPU's utilisation (`cpu_util_cfs`), for [`Lb6`]'s group types.
+    fn lb_cpu_util(&self, _cx: &Ctx, _cpu: CpuId) -> f64 {
+        0.0
+    }
+    /// A task's utilisation (`task_util_est`), for [`Lb6`]'s `migrate_util`.
+    fn lb_task_util(&self, _cx: &Ctx, _t: TaskId) -> f64 {
+        0.0
+    }
 }
 
 /// The coldest queued task on `src` that may run on `dst` and weighs at most
@@ -965,6 +979,8 @@ fn busiest_by_scan(b: &Balancer, cpu: CpuId, span: &[CpuId]) -> Option<CpuId> {
 /// idle balance), then periodic balancing of its domains.
 pub(super) fn tick_balance<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId) {
     if q.bal().nr[cpu] < 2 {
+        // Linux 6.x: a CPU balances on its own tick, pulling (`Lb6`).
+        rebalance6(q, cx, cpu);
         return;
     }
     // nohz idle balance: nearest idle CPU by domain level.
@@ -992,6 +1008,10 @@ pub(super) fn tick_balance<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId) {
             q.move_queued(cx, t, cpu, c);
             return;
         }
+    }
+    if q.lb6().is_some() {
+        rebalance6(q, cx, cpu);
+        return;
     }
     let now = cx.now;
     for li in 0..q.bal().levels[cpu].len() {
@@ -1029,6 +1049,273 @@ pub(super) fn tick_balance<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId) {
             b.balance_failed[cpu][li] += 1;
         }
     }
+}
+
+/// `sysctl_sched_migration_cost`: a task that ran less than this long ago is
+/// cache hot (`task_hot`), ns.
+const MIGRATION_COST_NS: u64 = 500_000;
+/// `sysctl_sched_nr_migrate`: the most tasks one balance looks at
+/// (`loop_max`).
+const NR_MIGRATE: usize = 32;
+
+/// Linux 6.x's periodic load balancing (`sched_balance_rq` of 6.18's
+/// kernel/sched/fair.c), as `eevdf` balances; `cfs` keeps the 2.6-era rules
+/// of [`tick_balance`]. Per CPU and domain level it keeps the kernel's
+/// `sd->balance_interval`, `sd->nr_balance_failed` and `sd->last_balance`.
+///
+/// Each busy CPU balances on its own tick, when its interval has passed,
+/// by pulling (`rebalance_domains`): the interval is `balance_interval`
+/// (from the span's size in ms up to twice that) × `busy_factor` in ticks,
+/// one tick less (`get_sd_balance_interval`). The domain's groups are
+/// classified (`group_classify`): *overloaded* with more tasks than CPUs and
+/// utilisation or runnable load above capacity / `imbalance_pct`, *has
+/// spare* with fewer tasks than CPUs or utilisation below capacity /
+/// `imbalance_pct`, else *fully busy*. A busy CPU pulls only from an
+/// overloaded group and only when its own group is not less busy
+/// (`find_busiest_group`): an overloaded or fully busy group pulls load
+/// (`migrate_load`: the least of what takes the busiest above and the local
+/// below the domain's average load); a group with spare capacity pulls
+/// utilisation across LLCs (`migrate_util`) or, within one, the difference
+/// of idle CPUs halved (`migrate_task`; nothing when the groups are single
+/// CPUs: `sibling_imbalance` is 0 for a busy CPU). `detach_tasks` walks the
+/// busiest CPU's tasks from the least recently run, at most
+/// `min(sysctl_sched_nr_migrate, nr_running)`, skipping the running one, a
+/// cache-hot one (ran under 0.5 ms ago) while `nr_balance_failed ≤
+/// cache_nice_tries`, and one whose load shifted right by
+/// `nr_balance_failed` exceeds what is left of the imbalance. A balance that
+/// finds an imbalance resets the interval and, if it moved nothing, counts
+/// a failure; one that finds none clears the failures and doubles the
+/// interval. Loads are the tasks' weights (not PELT averages); utilisation
+/// is PELT's.
+#[derive(Clone, Debug)]
+pub(super) struct Lb6 {
+    interval_ms: Vec<Vec<u64>>,
+    failed: Vec<Vec<u32>>,
+    last: Vec<Vec<SimTime>>,
+}
+
+impl Lb6 {
+    pub(super) fn new(b: &Balancer) -> Lb6 {
+        Lb6 {
+            interval_ms: b
+                .levels
+                .iter()
+                .map(|l| l.iter().map(|x| x.span.len() as u64).collect())
+                .collect(),
+            failed: b.levels.iter().map(|l| vec![0; l.len()]).collect(),
+            last: b.levels.iter().map(|l| vec![SimTime::ZERO; l.len()]).collect(),
+        }
+    }
+}
+
+/// One group of a domain as `update_sg_lb_stats` sums it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Group6 {
+    key: CpuId,
+    nr: u64,
+    load: u64,
+    util: f64,
+    cap: u64,
+    cpus: u64,
+    idle: u64,
+    /// 0 has spare, 1 fully busy, 2 overloaded.
+    kind: u8,
+}
+
+impl Group6 {
+    fn avg_load(&self) -> u64 {
+        self.load * NICE_0_LOAD / self.cap.max(1)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Migrate6 {
+    Load,
+    Util,
+    Task,
+}
+
+/// `rebalance_domains` on `cpu`'s tick (module doc of [`Lb6`]).
+fn rebalance6<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId) {
+    let Some(mut lb) = q.lb6().and_then(|s| s.take()) else {
+        return;
+    };
+    let now = cx.now;
+    let tick = cx.machine.tick.0.max(1);
+    let max_jiffies = (1_000_000_000 / tick * cx.ncpus() as u64 / 10).max(1);
+    for li in 0..q.bal().levels[cpu].len() {
+        // Only a busy CPU balances here (idle ones get work from nohz idle
+        // balancing, `tick_balance`).
+        if cx.current(cpu).is_none() {
+            break;
+        }
+        let ms = lb.interval_ms[cpu][li] * q.bal().busy_factor;
+        let jiffies = ((ms * 1_000_000).div_ceil(tick) - 1).clamp(1, max_jiffies);
+        if now.0 < lb.last[cpu][li].0 + jiffies * tick {
+            continue;
+        }
+        balance6(q, cx, cpu, li, &mut lb);
+        lb.last[cpu][li] = now;
+    }
+    if let Some(slot) = q.lb6() {
+        *slot = Some(lb);
+    }
+}
+
+/// One `sched_balance_rq` of `cpu`'s level `li`; whether it moved a task.
+fn balance6<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId, li: usize, lb: &mut Lb6) -> bool {
+    let b = q.bal();
+    let span = b.levels[cpu][li].span.clone();
+    let size = span.len();
+    let m = cx.machine;
+    let first = &m.cpus[span[0]];
+    let smt = span.iter().all(|&c| m.cpus[c].core == first.core);
+    let numa = span.iter().any(|&c| m.cpus[c].node != first.node);
+    let llc = span.iter().all(|&c| m.cpus[c].llc == first.llc);
+    // sd_init: SMT 110 and no cache_nice_tries; NUMA 2 tries; else 1.
+    let pct: u64 = if smt { 110 } else { 117 };
+    let nice_tries: u32 = if smt { 0 } else if numa { 2 } else { 1 };
+    let mut groups: Vec<Group6> = Vec::new();
+    for &c in span.iter() {
+        if !cx.online(c) {
+            continue;
+        }
+        let key = b.group_key(c, size);
+        let i = match groups.iter().position(|g| g.key == key) {
+            Some(i) => i,
+            None => {
+                groups.push(Group6 {
+                    key,
+                    ..Group6::default()
+                });
+                groups.len() - 1
+            }
+        };
+        let g = &mut groups[i];
+        g.nr += b.nr[c] as u64;
+        g.load += b.load[c];
+        g.util += q.lb_cpu_util(cx, c);
+        g.cap += cap::CapAware::cap_orig(cx, c) as u64;
+        g.cpus += 1;
+        g.idle += b.is_idle(cx, c) as u64;
+    }
+    for g in groups.iter_mut() {
+        // group_runnable: each task runnable all the time.
+        let runnable = g.nr * g.cap / g.cpus.max(1);
+        let util = g.util.round() as u64;
+        let over_util = g.cap * 100 < util * pct || g.cap * pct < runnable * 100;
+        g.kind = if g.nr > g.cpus && over_util {
+            2
+        } else if g.nr < g.cpus || (g.cap * pct >= runnable * 100 && g.cap * 100 > util * pct) {
+            0
+        } else {
+            1
+        };
+    }
+    let mine = b.group_key(cpu, size);
+    let Some(local) = groups.iter().copied().find(|g| g.key == mine) else {
+        return false;
+    };
+    let busiest = groups
+        .iter()
+        .copied()
+        .filter(|g| g.key != mine && g.nr > 0)
+        .max_by_key(|g| (g.kind, g.avg_load(), g.nr, std::cmp::Reverse(g.key)));
+    let (tot_load, tot_cap) = groups
+        .iter()
+        .fold((0, 0), |(l, c), g| (l + g.load, c + g.cap));
+    let avg = tot_load * NICE_0_LOAD / tot_cap.max(1);
+    // find_busiest_group and calculate_imbalance for a busy CPU.
+    let found: Option<(Group6, Migrate6, u64)> = busiest.and_then(|bz| {
+        if local.kind > bz.kind || bz.kind != 2 {
+            return None;
+        }
+        if local.kind == 0 {
+            if !llc {
+                let u = local.util.round() as u64;
+                return Some((bz, Migrate6::Util, local.cap.max(u) - u));
+            }
+            if bz.cpus == 1 {
+                return None;
+            }
+            let n = local.idle.saturating_sub(bz.idle) >> 1;
+            return (n > 0).then_some((bz, Migrate6::Task, n));
+        }
+        let la = local.avg_load();
+        if la >= bz.avg_load() || la >= avg {
+            return None;
+        }
+        if local.kind == 2 && 100 * bz.avg_load() <= pct * la {
+            return None;
+        }
+        let imb = ((bz.avg_load() - avg) * bz.cap).min((avg - la) * local.cap) / NICE_0_LOAD;
+        (imb > 0).then_some((bz, Migrate6::Load, imb))
+    });
+    let Some((bz, kind, mut imbalance)) = found else {
+        // out_balanced
+        lb.failed[cpu][li] = 0;
+        if lb.interval_ms[cpu][li] < 2 * size as u64 {
+            lb.interval_ms[cpu][li] *= 2;
+        }
+        return false;
+    };
+    // find_busiest_queue: the busiest CPU of that group with tasks to give.
+    let src = span
+        .iter()
+        .copied()
+        .filter(|&c| c != cpu && cx.online(c) && b.group_key(c, size) == bz.key && b.nr[c] >= 2)
+        .max_by_key(|&c| match kind {
+            Migrate6::Load => (b.load[c], std::cmp::Reverse(c)),
+            Migrate6::Util => ((q.lb_cpu_util(cx, c) * 1024.0) as u64, std::cmp::Reverse(c)),
+            Migrate6::Task => (b.nr[c] as u64, std::cmp::Reverse(c)),
+        });
+    let Some(src) = src else {
+        lb.failed[cpu][li] = 0;
+        if lb.interval_ms[cpu][li] < 2 * size as u64 {
+            lb.interval_ms[cpu][li] *= 2;
+        }
+        return false;
+    };
+    let failed = lb.failed[cpu][li];
+    let now = cx.now;
+    // detach_tasks: the least recently run first, at most loop_max of the
+    // CPU's tasks (the running one, the most recent, is looked at last and
+    // never moved).
+    let loop_max = NR_MIGRATE.min(b.nr[src] as usize);
+    let mut cands: Vec<(SimTime, TaskId)> = Vec::new();
+    q.for_each_movable(src, |t| cands.push((q.last_run(t), t)));
+    if cands.len() > loop_max {
+        cands.select_nth_unstable(loop_max);
+        cands.truncate(loop_max);
+    }
+    cands.sort_unstable();
+    let mut moved = false;
+    for (last, t) in cands {
+        if !cx.task(t).affinity.contains(cpu) {
+            continue;
+        }
+        let hot = now.0.saturating_sub(last.0) < MIGRATION_COST_NS;
+        if hot && failed <= nice_tries {
+            continue;
+        }
+        let amount = match kind {
+            Migrate6::Load => q.weight(t),
+            Migrate6::Util => q.lb_task_util(cx, t).round() as u64,
+            Migrate6::Task => 1,
+        };
+        if kind != Migrate6::Task && (amount >> failed.min(63)) > imbalance {
+            continue;
+        }
+        q.move_queued(cx, t, src, cpu);
+        moved = true;
+        imbalance = imbalance.saturating_sub(amount.max(1));
+        if imbalance == 0 {
+            break;
+        }
+    }
+    lb.failed[cpu][li] = if moved { 0 } else { failed + 1 };
+    lb.interval_ms[cpu][li] = size as u64;
+    moved
 }
 
 #[cfg(test)]
