@@ -583,6 +583,22 @@ impl Eevdf {
         }
     }
 
+    /// [`Eevdf::finish_delayed`] of a delayed entity that `pick_eevdf` just
+    /// returned: it is eligible, so its lag `V − v` is not negative and
+    /// DELAY_ZERO leaves it 0 — the same as computing `V` for it.
+    fn finish_picked_delayed(&mut self, cpu: CpuId, t: TaskId) {
+        if !self.f.delay_zero {
+            return self.finish_delayed(cpu, t);
+        }
+        debug_assert!(self.eligible(cpu, t), "picked task {t} is not eligible");
+        self.tree_remove(cpu, t);
+        self.leave(cpu, t);
+        self.undelay(cpu, t);
+        let se = &mut self.se[t];
+        se.delayed = false;
+        se.vlag = 0;
+    }
+
     /// Take `t` off `cpu`'s list of delayed entities, where
     /// [`Se::didx`] says it is (the list ends as a search and `swap_remove`
     /// would leave it).
@@ -759,7 +775,7 @@ impl Eevdf {
                 break None;
             };
             if self.se[t].delayed {
-                self.finish_delayed(cpu, t);
+                self.finish_picked_delayed(cpu, t);
                 continue;
             }
             break Some(t);
