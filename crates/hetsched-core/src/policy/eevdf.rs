@@ -245,6 +245,8 @@ struct Se {
     on_rq: bool,
     /// Asleep but still queued (DELAY_DEQUEUE).
     delayed: bool,
+    /// Its place in its runqueue's `delayed` list (meaningful while `delayed`).
+    didx: usize,
     /// `deadline` holds `deadline − vruntime` (a migration in progress).
     rel_deadline: bool,
     /// RUN_TO_PARITY: picked and not given a new slice since (the kernel
@@ -275,6 +277,9 @@ struct Rq {
     vzero: i64,
     /// Delayed entities on this queue.
     delayed: Vec<TaskId>,
+    /// Delayed entities of `delayed` that exited since the last purge (at
+    /// most: some may have left meanwhile); the purge scans only when not 0.
+    dead: u32,
     /// Whether this CPU asked the engine for ticks.
     ticking: bool,
     /// When this CPU's slice-end timer (HRTICK) is armed for.
@@ -577,10 +582,7 @@ impl Eevdf {
         self.update_entity_lag(cpu, t);
         self.tree_remove(cpu, t);
         self.leave(cpu, t);
-        let rq = &mut self.rqs[cpu];
-        if let Some(i) = rq.delayed.iter().position(|&x| x == t) {
-            rq.delayed.swap_remove(i);
-        }
+        self.undelay(cpu, t);
         let se = &mut self.se[t];
         se.delayed = false;
         if self.f.delay_zero && se.vlag > 0 {
@@ -588,8 +590,44 @@ impl Eevdf {
         }
     }
 
-    /// Exited tasks that were delayed leave the queue.
+    /// [`Eevdf::finish_delayed`] of a delayed entity that `pick_eevdf` just
+    /// returned: it is eligible, so its lag `V − v` is not negative and
+    /// DELAY_ZERO leaves it 0 — the same as computing `V` for it.
+    fn finish_picked_delayed(&mut self, cpu: CpuId, t: TaskId) {
+        if !self.f.delay_zero {
+            return self.finish_delayed(cpu, t);
+        }
+        debug_assert!(self.eligible(cpu, t), "picked task {t} is not eligible");
+        self.tree_remove(cpu, t);
+        self.leave(cpu, t);
+        self.undelay(cpu, t);
+        let se = &mut self.se[t];
+        se.delayed = false;
+        se.vlag = 0;
+    }
+
+    /// Take `t` off `cpu`'s list of delayed entities, where
+    /// [`Se::didx`] says it is (the list ends as a search and `swap_remove`
+    /// would leave it).
+    fn undelay(&mut self, cpu: CpuId, t: TaskId) {
+        let rq = &mut self.rqs[cpu];
+        let i = self.se[t].didx;
+        if rq.delayed.get(i) == Some(&t) {
+            rq.delayed.swap_remove(i);
+            if let Some(&moved) = rq.delayed.get(i) {
+                self.se[moved].didx = i;
+            }
+        }
+    }
+
+    /// Exited tasks that were delayed leave the queue. Only a queue that
+    /// [`Scheduler::task_dead`] marked is scanned, so the same tasks leave,
+    /// in the same order, as a scan at every call would make them.
     fn purge_exited(&mut self, cx: &Ctx, cpu: CpuId) {
+        if self.rqs[cpu].dead == 0 {
+            return;
+        }
+        self.rqs[cpu].dead = 0;
         let mut i = 0;
         while i < self.rqs[cpu].delayed.len() {
             let t = self.rqs[cpu].delayed[i];
@@ -744,7 +782,7 @@ impl Eevdf {
                 break None;
             };
             if self.se[t].delayed {
-                self.finish_delayed(cpu, t);
+                self.finish_picked_delayed(cpu, t);
                 continue;
             }
             break Some(t);
@@ -816,6 +854,7 @@ impl Eevdf {
             self.rqs[cpu].curr = None;
             self.tree_insert(cpu, t);
             self.se[t].delayed = true;
+            self.se[t].didx = self.rqs[cpu].delayed.len();
             self.rqs[cpu].delayed.push(t);
             let w = self.se[t].weight;
             self.bal.sub(cpu, w);
@@ -1057,10 +1096,7 @@ impl Scheduler for Eevdf {
                         self.rqs[cpu].nr_running += 1;
                     }
                 }
-                let rq = &mut self.rqs[cpu];
-                if let Some(i) = rq.delayed.iter().position(|&x| x == t) {
-                    rq.delayed.swap_remove(i);
-                }
+                self.undelay(cpu, t);
                 self.se[t].delayed = false;
                 let w = self.se[t].weight;
                 self.bal.add(cpu, w);
@@ -1190,6 +1226,15 @@ impl Scheduler for Eevdf {
         }
         if self.bal.balance {
             fair::tick_balance(self, cx, cpu);
+        }
+    }
+
+    /// An exited task still delayed on a queue leaves it at that CPU's next
+    /// pick or enqueue (`purge_exited`), as before this hook existed.
+    fn task_dead(&mut self, _cx: &mut Ctx, t: TaskId) {
+        if let Some(se) = self.se.get(t).filter(|se| se.delayed && se.on_rq) {
+            let cpu = se.cpu;
+            self.rqs[cpu].dead += 1;
         }
     }
 

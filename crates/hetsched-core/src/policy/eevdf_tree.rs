@@ -18,6 +18,7 @@
 //! same keys in the same order, so the choice never changes a pick.
 
 use crate::os::TaskId;
+use std::cell::Cell;
 
 /// A queued entity's key: deadline, queued order (ties), task.
 pub type Key = (i64, u64, TaskId);
@@ -85,6 +86,10 @@ impl Ent {
 pub struct Flat {
     buf: Vec<Ent>,
     head: usize,
+    /// Where the last [`EligTree::first_eligible`] found its entity (a
+    /// position of [`Flat::ents`]): the entity picked is removed next, and
+    /// [`EligTree::remove`] tries this place before it searches.
+    hint: Cell<usize>,
 }
 
 impl Flat {
@@ -105,6 +110,10 @@ impl Flat {
         let n = self.len();
         if at == n {
             self.buf.push(e);
+        } else if self.head > 0 && at == 0 {
+            // Before the first: into the free room, nothing moves.
+            self.head -= 1;
+            self.buf[self.head] = e;
         } else if self.head > 0 && at < n - at {
             // The `at` entries before it move one place towards the front.
             let h = self.head;
@@ -123,6 +132,9 @@ impl Flat {
         let h = self.head;
         if at + 1 == n {
             self.buf.pop();
+        } else if at == 0 {
+            // The first: the free room grows by one, nothing moves.
+            self.head = h + 1;
         } else if at < n - 1 - at {
             // The `at` entries before it move one place towards the back.
             self.buf.copy_within(h..h + at, h + 1);
@@ -183,7 +195,11 @@ impl EligTree {
         match self {
             EligTree::Small(q) => {
                 let e = Ent::new(key, v);
-                let at = q.ents().partition_point(|x| x.k < e.k);
+                // Arrivals after every queued key are common: one comparison.
+                let at = match q.ents().last() {
+                    Some(l) if l.k < e.k => q.len(),
+                    _ => q.ents().partition_point(|x| x.k < e.k),
+                };
                 debug_assert!(
                     q.ents().iter().all(|x| x.k as u64 != key.1),
                     "queued order {} twice",
@@ -207,10 +223,16 @@ impl EligTree {
     pub fn remove(&mut self, key: &Key) -> bool {
         match self {
             EligTree::Small(q) => {
-                // A scan from the front: the entities that leave (picked,
-                // or delayed ones becoming eligible) are mostly near it.
+                // The place the last pick found, else a scan from the front:
+                // the entities that leave (picked, or delayed ones becoming
+                // eligible) are mostly near it.
                 let k = pack(key.0, key.1);
-                match q.ents().iter().position(|e| e.k == k) {
+                let hint = q.hint.get();
+                let found = match q.ents().get(hint) {
+                    Some(e) if e.k == k => Some(hint),
+                    _ => q.ents().iter().position(|e| e.k == k),
+                };
+                match found {
                     Some(at) if q.ents()[at].t == key.2 => {
                         q.remove_at(at);
                         true
@@ -222,7 +244,11 @@ impl EligTree {
                 let found = t.remove(key);
                 if t.len < SMALL_BACK {
                     let buf: Vec<Ent> = t.entries().map(|(key, v)| Ent::new(key, v)).collect();
-                    *self = EligTree::Small(Flat { buf, head: 0 });
+                    *self = EligTree::Small(Flat {
+                        buf,
+                        head: 0,
+                        hint: Cell::new(0),
+                    });
                 }
                 found
             }
@@ -244,7 +270,11 @@ impl EligTree {
     #[inline]
     pub fn first_eligible(&self, eligible: impl Fn(i64) -> bool) -> Option<Key> {
         match self {
-            EligTree::Small(q) => q.ents().iter().find(|e| eligible(e.v)).map(Ent::key),
+            EligTree::Small(q) => {
+                let at = q.ents().iter().position(|e| eligible(e.v))?;
+                q.hint.set(at);
+                Some(q.ents()[at].key())
+            }
             EligTree::Big(t) => t.first_eligible(eligible),
         }
     }

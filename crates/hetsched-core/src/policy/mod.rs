@@ -84,6 +84,11 @@ pub trait Scheduler {
     fn on_timer(&mut self, _cx: &mut Ctx, _token: u64) {}
     /// A task's weight changed (nice).
     fn reweight(&mut self, _cx: &mut Ctx, _task: TaskId, _old_weight: u32) {}
+    /// `task` exited (after its `stopping`, if it was running): called once,
+    /// as sched_ext's `ops.exit_task`, so that a policy can drop what it
+    /// still keeps for it without scanning for exited tasks. It makes no
+    /// requests (the engine applies none after it).
+    fn task_dead(&mut self, _cx: &mut Ctx, _task: TaskId) {}
     /// A task needs ISA feature `feature` that `cpu` lacks. Return `true` if
     /// the policy handled the fault (e.g. by changing the task's affinity);
     /// `false` gives the Linux outcome, SIGILL: the task is killed.

@@ -1653,6 +1653,10 @@ impl Engine {
             self.flag_resched(cpu);
         }
         self.set_state(t, TaskState::Exited);
+        match self.vm.level_of(t) {
+            vm::Level::Guest { vm } => self.with_guest(vm as usize, |s, cx| s.task_dead(cx, t)),
+            _ => self.with_sched(|s, cx| s.task_dead(cx, t)),
+        }
         self.tasks[t].end = Some(self.now);
         let t_ns = self.now.0;
         self.emit(5, t as u64, 0, 0, || TraceEvent::Exit { t_ns, task: t });
