@@ -663,7 +663,7 @@ impl Balancer {
         self.busiest_stale.clear();
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_nr(&mut self, cpu: CpuId, delta: i32) {
         let before = self.nr[cpu];
         let after = (before as i64 + delta as i64) as u32;
