@@ -185,7 +185,8 @@ def ensure_worktree(rev: str, path: Path) -> Path:
 def _rev_engine(rev: str, worktree: Path | None, shared_target: bool) -> Path:
     """The benchmark binary of revision ``rev`` (checked out and built)."""
     short_rev = rev.replace("/", "-")
-    wt = ensure_worktree(rev, worktree or ROOT / "target" / f"baseline-{short_rev}")
+    # Absolute: cargo reads a relative CARGO_TARGET_DIR from the tree it builds.
+    wt = ensure_worktree(rev, (worktree or ROOT / "target" / f"baseline-{short_rev}").resolve())
     return build_engine(wt, ROOT / "target" if shared_target else wt / "target")
 
 
