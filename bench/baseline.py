@@ -10,10 +10,16 @@ simulated lengths, and the difference of the instruction counts over the
 difference of the event counts is the steady-state cost of an event
 (:func:`measure.difference_ratio`). Instruction counts do not depend on how
 busy the machine is, so the two columns compare on a shared machine.
+``--also REV2`` (repeatable) measures more revisions in the same run, each
+a column between ``REV``'s and this tree's (``python bench/baseline.py
+e5f4704 --also 397a708``); the change is against ``REV``.
 
 ``REV`` is checked out into a git worktree (``--worktree``, default
 ``target/baseline-REV``, kept between runs) and built there with its own
-target directory, so that neither build invalidates the other. Schedulers
+target directory, so that neither build invalidates the other
+(``--shared-target``: in this tree's target directory instead, where the
+compiled dependencies are reused; each tree's crate is still its own build,
+as cargo tells path dependencies apart by their path). Schedulers
 that do not exist at ``REV`` get no baseline number. Where a scheduler
 exists in both, the trace hashes of the two engines are compared too: a
 change of cost that changes a decision shows up as a different hash.
@@ -176,24 +182,48 @@ def ensure_worktree(rev: str, path: Path) -> Path:
     return path
 
 
-def compare(rev: str, schedulers: list[str], worktree: Path | None = None) -> dict[str, Any]:
-    """Both engines' instructions per event, per scheduler (see the module doc)."""
+def _rev_engine(rev: str, worktree: Path | None, shared_target: bool) -> Path:
+    """The benchmark binary of revision ``rev`` (checked out and built)."""
+    short_rev = rev.replace("/", "-")
+    # Absolute: cargo reads a relative CARGO_TARGET_DIR from the tree it builds.
+    wt = ensure_worktree(rev, (worktree or ROOT / "target" / f"baseline-{short_rev}").resolve())
+    return build_engine(wt, ROOT / "target" if shared_target else wt / "target")
+
+
+def compare(
+    rev: str,
+    schedulers: list[str],
+    worktree: Path | None = None,
+    also: list[tuple[str, Path | None]] | None = None,
+    shared_target: bool = False,
+) -> dict[str, Any]:
+    """The engines' instructions per event, per scheduler, at ``rev``, at
+    each of ``also`` (revision, worktree) and at this tree (see the module
+    doc)."""
     if (why := measure.valgrind_missing()) is not None:
         raise RuntimeError(f"--baseline needs callgrind: {why}")
-    short_rev = rev.replace("/", "-")
-    wt = ensure_worktree(rev, worktree or ROOT / "target" / f"baseline-{short_rev}")
-    base_exe = build_engine(wt, wt / "target")
+    also = also or []
+    base_exe = _rev_engine(rev, worktree, shared_target)
+    also_exes = [_rev_engine(r, w, shared_target) for r, w in also]
     this_exe = build_engine(ROOT, ROOT / "target")
     rows = []
     for s in schedulers:
-        print(f"callgrind: {s} at {rev} and at this tree ...", file=sys.stderr)
+        names = " and at ".join([rev, *(r for r, _ in also)])
+        print(f"callgrind: {s} at {names} and at this tree ...", file=sys.stderr)
         before = per_event(base_exe, s)
+        between = [per_event(exe, s) for exe in also_exes]
         after = per_event(this_exe, s)
         row: dict[str, Any] = {"scheduler": s, "baseline": before, "this": after}
-        if "hash" in before and "hash" in after:
-            row["same_trace"] = before["hash"] == after["hash"]
+        if also:
+            row["also"] = between
+        hashes = [r.get("hash") for r in (before, *between, after)]
+        if all(h is not None for h in hashes):
+            row["same_trace"] = len(set(hashes)) == 1
         rows.append(row)
-    return {"baseline_rev": rev, "lengths_s": list(LENGTHS_S), "rows": rows}
+    res: dict[str, Any] = {"baseline_rev": rev, "lengths_s": list(LENGTHS_S), "rows": rows}
+    if also:
+        res["also_revs"] = [r for r, _ in also]
+    return res
 
 
 def table(res: dict[str, Any]) -> str:
@@ -204,9 +234,11 @@ def table(res: dict[str, Any]) -> str:
             return f"{r['instructions_per_event']:.0f}"
         return "—"
 
+    also = res.get("also_revs", [])
+    heads = "".join(f" at {r} |" for r in also)
     lines = [
-        f"| scheduler | at {res['baseline_rev']} | this tree | change | same trace |",
-        "|---|---:|---:|---:|---|",
+        f"| scheduler | at {res['baseline_rev']} |{heads} this tree | change | same trace |",
+        "|---|---:|" + "---:|" * len(also) + "---:|---:|---|",
     ]
     for row in res["rows"]:
         b, t = row["baseline"], row["this"]
@@ -214,7 +246,8 @@ def table(res: dict[str, Any]) -> str:
         if "instructions_per_event" in b and "instructions_per_event" in t:
             change = f"{t['instructions_per_event'] / b['instructions_per_event'] - 1:+.1%}"
         same = {True: "yes", False: "**no**"}.get(row.get("same_trace"), "—")
-        lines.append(f"| {row['scheduler']} | {cell(b)} | {cell(t)} | {change} | {same} |")
+        mid = "".join(f" {cell(r)} |" for r in row.get("also", []))
+        lines.append(f"| {row['scheduler']} | {cell(b)} |{mid} {cell(t)} | {change} | {same} |")
     return "\n".join(lines)
 
 
@@ -227,10 +260,43 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated schedulers (default {','.join(SCHEDULERS)})",
     )
     ap.add_argument("--worktree", type=Path, help="where to check out REV")
+    ap.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="REV2",
+        help="another revision to measure in the same run (repeatable)",
+    )
+    ap.add_argument(
+        "--also-worktree",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="PATH",
+        help="where to check out each --also revision, in their order",
+    )
+    ap.add_argument(
+        "--shared-target",
+        action="store_true",
+        help="build the revisions in this tree's target directory (reuses its dependencies)",
+    )
     ap.add_argument("--json", type=Path, help="also write the result here")
     args = ap.parse_args(argv)
+    if len(args.also_worktree) > len(args.also):
+        print("error: --also-worktree: more worktrees than --also revisions", file=sys.stderr)
+        return 2
+    also = [
+        (r, args.also_worktree[i] if i < len(args.also_worktree) else None)
+        for i, r in enumerate(args.also)
+    ]
     try:
-        res = compare(args.rev, [s for s in args.schedulers.split(",") if s], args.worktree)
+        res = compare(
+            args.rev,
+            [s for s in args.schedulers.split(",") if s],
+            args.worktree,
+            also,
+            args.shared_target,
+        )
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

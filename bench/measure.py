@@ -102,7 +102,7 @@ def events_per_cpu_sec(samples: Sequence[tuple[int, float]]) -> dict[str, Any]:
         if not cpu > 0:
             raise ValueError(f"events_per_cpu_sec: a run took {cpu!r} CPU seconds")
         rates.append(events / cpu)
-    out = spread(rates)
+    out: dict[str, Any] = dict(spread(rates))
     out["events"] = samples[0][0]
     out["cpu_s"] = [cpu for _, cpu in samples]
     return out

@@ -66,3 +66,22 @@ def test_an_unknown_revision_is_a_clear_error(tmp_path: Path) -> None:
 def test_run_py_offers_the_baseline_option() -> None:
     with pytest.raises(SystemExit):
         bench_run.main(["--baseline"])  # the option needs a revision
+
+
+def test_table_puts_each_further_revision_between_the_baseline_and_this_tree() -> None:
+    cfs = _row("cfs", 1551.0, 1500.0, True)
+    cfs["also"] = [{"scheduler": "cfs", "instructions_per_event": 1726.0, "hash": "h"}]
+    res = {"baseline_rev": "e5f4704", "also_revs": ["397a708"], "rows": [cfs]}
+    lines = baseline.table(res).splitlines()
+    assert lines[0] == "| scheduler | at e5f4704 | at 397a708 | this tree | change | same trace |"
+    assert lines[1] == "|---|---:|---:|---:|---:|---|"
+    # The change is this tree's against the first revision.
+    assert lines[2] == "| cfs | 1551 | 1726 | 1500 | -3.3% | yes |"
+
+
+def test_more_also_worktrees_than_revisions_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rc = baseline.main(["e5f4704", "--also-worktree", "/tmp/x"])
+    assert rc == 2
+    assert "more worktrees than --also revisions" in capsys.readouterr().err

@@ -339,6 +339,7 @@ impl Cfs {
         self.bal.sub(cpu, w);
     }
 
+    #[inline(always)]
     fn sync_tick(&self, cx: &mut Ctx, cpu: CpuId) {
         let rq = &self.rqs[cpu];
         let away = rq.curr.is_some_and(|t| self.fam.is_away(t));

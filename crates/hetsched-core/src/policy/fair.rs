@@ -407,9 +407,17 @@ struct IdlestIndex {
     /// (load, busy SMT siblings, tasks, CPU) in the order `idlest` compares.
     set: BTreeSet<(u64, u32, u32, CpuId)>,
     key: Vec<Option<(u64, u32, u32, CpuId)>>,
-    dirty: Vec<bool>,
+    /// The CPUs to re-key (each marked [`STALE_IDLEST`] in
+    /// [`Balancer::stale`]).
     dirty_list: Vec<CpuId>,
 }
+
+/// [`Balancer::stale`]: the CPU waits in [`IdlestIndex::dirty_list`].
+const STALE_IDLEST: u8 = 1;
+/// [`Balancer::stale`]: the CPU waits in [`Balancer::busiest_stale`].
+const STALE_BUSIEST: u8 = 2;
+/// Both.
+const STALE_ALL: u8 = STALE_IDLEST | STALE_BUSIEST;
 
 /// Scheduling domains of every CPU: SMT siblings, LLC, node, system (each span
 /// in ascending CPU order, which the balancing code relies on); levels
@@ -514,6 +522,15 @@ pub(super) struct Balancer {
     /// Per CPU, its SMT siblings (their `idlest` keys depend on it).
     siblings: Vec<Vec<CpuId>>,
     idlest: IdlestIndex,
+    /// Per CPU: which indexes have not seen its latest counts
+    /// ([`STALE_IDLEST`], [`STALE_BUSIEST`]). An enqueue or dequeue only
+    /// marks its CPU (one byte compared when it is marked already); an
+    /// index catches up when it is read: `idlest` at a placement,
+    /// [`Balancer::sync_busiest`] before newidle balancing.
+    stale: Vec<u8>,
+    /// The CPUs marked [`STALE_BUSIEST`], whose [`BusiestTree`] leaves are
+    /// out of date.
+    busiest_stale: Vec<CpuId>,
     /// `find_imbalance`'s per-group sums (kept between calls, all zero).
     groups: std::cell::RefCell<GroupScratch>,
 }
@@ -563,9 +580,12 @@ impl Balancer {
             idlest: IdlestIndex {
                 set: BTreeSet::new(),
                 key: vec![None; n],
-                dirty: vec![true; n],
                 dirty_list: (0..n).collect(),
             },
+            // Every CPU starts in `idlest`'s list; the busiest tree starts
+            // up to date (no CPU is overloaded).
+            stale: vec![STALE_IDLEST; n],
+            busiest_stale: Vec::new(),
             groups: std::cell::RefCell::new(GroupScratch {
                 acc: vec![(0, 0, SimTime::ZERO); n],
                 keys: Vec::with_capacity(n),
@@ -597,27 +617,53 @@ impl Balancer {
     /// `stopping` as it sets and clears it): `idlest` re-keys it.
     #[inline]
     pub(super) fn touch(&mut self, cpu: CpuId) {
-        let ix = &mut self.idlest;
-        if !ix.dirty[cpu] {
-            ix.dirty[cpu] = true;
-            ix.dirty_list.push(cpu);
+        let s = &mut self.stale[cpu];
+        if *s & STALE_IDLEST == 0 {
+            *s |= STALE_IDLEST;
+            self.idlest.dirty_list.push(cpu);
         }
     }
 
-    /// Keep the indexes of `cpu`'s counts up to date.
-    #[inline]
+    /// `cpu`'s counts changed: mark it for the indexes that read them.
+    #[inline(always)]
     fn index(&mut self, cpu: CpuId) {
-        self.touch(cpu);
-        if let Some(pos) = &self.pos {
-            let v = if self.nr[cpu] >= 2 {
-                BusiestTree::key(self.load[cpu], cpu)
-            } else {
-                0
-            };
-            self.busiest.set(pos[cpu] as usize, v);
+        if self.stale[cpu] != STALE_ALL {
+            self.mark_stale(cpu);
         }
     }
 
+    #[inline(never)]
+    fn mark_stale(&mut self, cpu: CpuId) {
+        let s = self.stale[cpu];
+        if s & STALE_IDLEST == 0 {
+            self.idlest.dirty_list.push(cpu);
+        }
+        if s & STALE_BUSIEST == 0 {
+            self.busiest_stale.push(cpu);
+        }
+        self.stale[cpu] = STALE_ALL;
+    }
+
+    /// Bring the busiest-CPU tree up to date with the counts of the CPUs
+    /// marked since its last read (newidle balancing calls it before
+    /// reading the tree; without `pos` there is no tree).
+    pub(super) fn sync_busiest(&mut self) {
+        for i in 0..self.busiest_stale.len() {
+            let cpu = self.busiest_stale[i];
+            self.stale[cpu] &= !STALE_BUSIEST;
+            if let Some(pos) = &self.pos {
+                let v = if self.nr[cpu] >= 2 {
+                    BusiestTree::key(self.load[cpu], cpu)
+                } else {
+                    0
+                };
+                self.busiest.set(pos[cpu] as usize, v);
+            }
+        }
+        self.busiest_stale.clear();
+    }
+
+    #[inline(always)]
     fn set_nr(&mut self, cpu: CpuId, delta: i32) {
         let before = self.nr[cpu];
         let after = (before as i64 + delta as i64) as u32;
@@ -670,7 +716,7 @@ impl Balancer {
     pub(super) fn idlest(&mut self, cx: &Ctx, t: TaskId) -> CpuId {
         let mut list = std::mem::take(&mut self.idlest.dirty_list);
         for &c in &list {
-            self.idlest.dirty[c] = false;
+            self.stale[c] &= !STALE_IDLEST;
         }
         for &c in &list {
             // A sibling's key counts this CPU among its busy siblings.
@@ -915,7 +961,8 @@ pub(super) fn newidle_balance<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId
     if b.overloaded.is_empty() {
         return;
     }
-    for li in 0..b.levels[cpu].len() {
+    q.bal_mut().sync_busiest();
+    for li in 0..q.bal().levels[cpu].len() {
         let b = q.bal();
         let busiest = match &b.pos {
             // The busiest overloaded CPU of the span other than `cpu`: the

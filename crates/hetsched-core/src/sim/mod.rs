@@ -30,7 +30,8 @@ use crate::time::SimTime;
 use crate::trace::TraceEvent;
 use crate::workload::{Op, Program};
 use queue::{EventClass, EventQueue};
-use rand::{Rng, SeedableRng};
+use rand::distributions::{Distribution, Uniform};
+use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use std::collections::BTreeMap;
 
@@ -298,6 +299,12 @@ pub struct Engine {
     /// index): a start of more than [`START_CHUNK`] threads is done in
     /// chunks, between which the run loop may take a Ctrl-C.
     starting: Option<(usize, usize)>,
+    /// The jitter sampler of the last jitter drawn, with its half-width:
+    /// `gen_range(-j..=j)` on floats builds this same sampler
+    /// (`Uniform::new_inclusive`, a division and a rounding loop) and draws
+    /// from it once; keeping it while `j` stays the same draws the same
+    /// values from the same random numbers, without building it per draw.
+    jitter_dist: Option<(f64, Uniform<f64>)>,
     /// The util_est channel between the host scheduler and the governor.
     util: crate::policy::governors::UtilChannel,
     /// Synchronisation objects and fork state (`sync.rs`).
@@ -457,6 +464,7 @@ impl Engine {
             iw: idle_wait::IdleWait::new(n),
             interrupted: None,
             starting: None,
+            jitter_dist: None,
         };
         e.any_feature = e
             .progs
@@ -892,10 +900,17 @@ impl Engine {
     fn jitter(&mut self, prog: usize, x: f64) -> f64 {
         let j = self.progs[prog].jitter;
         if j <= 0.0 {
-            x
-        } else {
-            x * (1.0 + self.rng.gen_range(-j..=j))
+            return x;
         }
+        let u = match self.jitter_dist {
+            Some((k, u)) if k == j => u,
+            _ => {
+                let u = Uniform::new_inclusive(-j, j);
+                self.jitter_dist = Some((j, u));
+                u
+            }
+        };
+        x * (1.0 + u.sample(&mut self.rng))
     }
 
     // --------------------------------------------------------- callbacks

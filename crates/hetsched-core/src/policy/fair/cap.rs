@@ -573,8 +573,18 @@ impl CapAware {
     }
 
     /// `util_est_enqueue` and `uclamp_rq_inc`: `t` counts on `cpu` (moved
-    /// from another CPU if it counted there).
+    /// from another CPU if it counted there). Inlined test, out-of-line
+    /// work: with no clamp in the run and util_est off (`cfs`'s default)
+    /// an enqueue pays two flag tests, not a call.
+    #[inline(always)]
     pub(in crate::policy) fn est_enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        if self.uc_any || (self.util_est && self.track) {
+            self.est_enqueue_work(cx, t, cpu);
+        }
+    }
+
+    #[inline(never)]
+    fn est_enqueue_work(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
         self.uc_inc(cx, t, cpu);
         if !self.util_est || !self.track {
             return;
@@ -600,8 +610,17 @@ impl CapAware {
 
     /// `t` ran on `cpu` and goes to sleep (or exits): `uclamp_rq_dec`, its
     /// utilisation up to now, `util_est_update` with it, and
-    /// `util_est_dequeue`.
+    /// `util_est_dequeue`. Inlined test, out-of-line work (as
+    /// [`CapAware::est_enqueue`]).
+    #[inline(always)]
     pub(in crate::policy) fn sleep(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
+        if self.uc_any || self.track {
+            self.sleep_work(cx, t, cpu);
+        }
+    }
+
+    #[inline(never)]
+    fn sleep_work(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
         self.uc_dec(cx, t);
         if !self.track {
             return;
