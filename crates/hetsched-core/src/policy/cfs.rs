@@ -261,19 +261,19 @@ impl Cfs {
         self.bal.is_idle(cx, cpu)
     }
 
+    /// `update_min_vruntime()`: the runqueue's `min_vruntime` follows the
+    /// smaller of the running and the leftmost queued task's vruntime, and
+    /// never goes back. Inlined into its callers, which have the runqueue at
+    /// hand (it runs at every charge: about two calls an event).
+    #[inline]
     fn update_min_vruntime(&mut self, cpu: CpuId) {
-        let rq = &self.rqs[cpu];
-        let curr = rq.curr.map(|t| self.se[t].vruntime);
-        let left = rq.timeline.first().map(|(v, _)| v);
-        let candidate = match (curr, left) {
-            (Some(c), Some(l)) => Some(c.min(l)),
-            (Some(c), None) => Some(c),
-            (None, Some(l)) => Some(l),
-            (None, None) => None,
-        };
-        if let Some(v) = candidate {
-            let rq = &mut self.rqs[cpu];
-            rq.min_vruntime = rq.min_vruntime.max(v);
+        let rq = &mut self.rqs[cpu];
+        // `u64::MAX` stands for "none": a vruntime never reaches it.
+        let curr = rq.curr.map_or(u64::MAX, |t| self.se[t].vruntime);
+        let left = rq.timeline.first().map_or(u64::MAX, |(v, _)| v);
+        let v = curr.min(left);
+        if v != u64::MAX && v > rq.min_vruntime {
+            rq.min_vruntime = v;
         }
     }
 
