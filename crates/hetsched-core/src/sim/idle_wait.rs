@@ -186,10 +186,23 @@ impl Engine {
             && matches!(self.tasks[t].affinity, CpuSet::All)
             && !self.is_guest(t)
         {
+            // The clock `w` only changes pace when `full` crosses zero; in
+            // between, `w_at` reads it from `last`, so it is brought up to
+            // date only at a crossing.
             let now = self.now;
             let iw = &mut self.iw;
-            iw.advance(now);
-            count(&mut iw.full, add);
+            if add {
+                if iw.full == 0 {
+                    iw.last = now;
+                }
+                iw.full += 1;
+            } else {
+                if iw.full == 1 {
+                    iw.w += now.0.saturating_sub(iw.last.0);
+                    iw.last = now;
+                }
+                iw.full -= 1;
+            }
             return;
         }
         self.iw_task(t, add);
