@@ -270,25 +270,43 @@ fn between(a: u64, b: u64, frac: f64) -> f64 {
     a + frac * (b - a)
 }
 
-/// [`quantile`] of unsorted samples, by selection (O(n) where sorting is
-/// O(n log n)): the sample of rank `⌊h⌋` is put in place, and the next
-/// rank's is the smallest of those after it. Reorders `v`.
-fn quantile_select(v: &mut [u64], q: f64) -> Option<f64> {
-    let (lo, frac) = rank(v.len(), q)?;
-    let (_, &mut a, above) = v.select_nth_unstable(lo);
-    let b = above.iter().copied().min().unwrap_or(a);
-    Some(between(a, b, frac))
+/// `a + frac (b − a)` between a sample `a` that a selection put in place
+/// and the next rank's, the smallest of `rest` (the samples ranked after it,
+/// left unordered) and `also`.
+fn interpolate(a: u64, rest: &[u64], also: Option<u64>, frac: f64) -> f64 {
+    let next = rest.iter().copied().chain(also).min().unwrap_or(a);
+    between(a, next, frac)
 }
 
-/// Median, 99th percentile and largest wake-up latency, ms.
-fn wake_quantiles(samples: &[u64]) -> (Option<f64>, Option<f64>, Option<f64>) {
-    let mut v = samples.to_vec();
-    let ms = |x: Option<f64>| x.map(|ns| ns * 1e-6);
-    (
-        ms(quantile_select(&mut v, 0.5)),
-        ms(quantile_select(&mut v, 0.99)),
-        ms(v.iter().max().map(|&x| x as f64)),
-    )
+/// Median, 99th percentile and largest wake-up latency, ms: [`quantile`]'s
+/// values, found by selection (O(n) where sorting is O(n log n)), which
+/// reorders `v`. The 99th percentile's rank is put in place first, over
+/// all the samples; the samples after it give the next rank and the
+/// largest in one pass; the median's rank is then selected among the
+/// samples before it only.
+fn wake_quantiles(v: &mut [u64]) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let n = v.len();
+    let (Some((lo50, f50)), Some((lo99, f99))) = (rank(n, 0.5), rank(n, 0.99)) else {
+        return (None, None, None);
+    };
+    let (below, &mut a99, above) = v.select_nth_unstable(lo99);
+    let (mut next99, mut max) = (u64::MAX, a99);
+    for &x in above.iter() {
+        next99 = next99.min(x);
+        max = max.max(x);
+    }
+    let next99 = if above.is_empty() { a99 } else { next99 };
+    let p99 = between(a99, next99, f99);
+    let p50 = if lo50 == lo99 {
+        // Fewer than 51 samples can put both at one rank.
+        between(a99, next99, f50)
+    } else {
+        // Every sample of `below` is at most `a99`, which ranks next after them.
+        let (_, &mut a50, rest) = below.select_nth_unstable(lo50);
+        interpolate(a50, rest, Some(a99), f50)
+    };
+    let ms = |ns: f64| Some(ns * 1e-6);
+    (ms(p50), ms(p99), ms(max as f64))
 }
 
 /// Collect the results of a finished run.
@@ -296,13 +314,14 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
     let m = &e.m;
     let end = e.end_time();
     let end_s = end.as_secs_f64();
-    let wake_lat = e.wake_lat.per_task(e.tasks.len());
+    let mut wake_lat = e.wake_lat.per_task(e.tasks.len());
     let tasks: Vec<TaskRow> = e
         .tasks
         .iter()
         .filter(|t| !e.is_vcpu(t.id))
         .map(|t| {
             let p = &e.progs[t.program];
+            let (wl50, wl99, wlmax) = wake_quantiles(wake_lat.task_mut(t.id));
             let by_type = m
                 .types
                 .iter()
@@ -310,7 +329,6 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 .filter(|(i, _)| t.c.run_ns_by_type.get(*i).copied().unwrap_or(0) > 0)
                 .map(|(i, ty)| (ty.name.clone(), t.c.run_ns_by_type[i] as f64 * 1e-9))
                 .collect();
-            let (wl50, wl99, wlmax) = wake_quantiles(&wake_lat[t.id]);
             TaskRow {
                 task: t.id,
                 program: p.name.clone(),
@@ -516,21 +534,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantiles_by_selection_equal_those_of_the_sorted_samples() {
+    fn wake_quantiles_by_selection_equal_those_of_the_sorted_samples() {
         // A fixed pseudo-random sequence with repeats, of every length up to 300.
         let mut x: u64 = 12345;
         let mut v = Vec::new();
         for n in 0..300 {
             let mut sorted = v.clone();
             sorted.sort_unstable();
-            for q in [0.0, 0.25, 0.5, 0.9, 0.99, 1.0] {
-                let mut w = v.clone();
-                assert_eq!(
-                    quantile_select(&mut w, q),
-                    quantile(&sorted, q),
-                    "n={n} q={q}"
-                );
-            }
+            let ms = |q: Option<f64>| q.map(|ns| ns * 1e-6);
+            let want = (
+                ms(quantile(&sorted, 0.5)),
+                ms(quantile(&sorted, 0.99)),
+                ms(sorted.last().map(|&m| m as f64)),
+            );
+            assert_eq!(wake_quantiles(&mut v.clone()), want, "n={n}");
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
@@ -544,7 +561,7 @@ mod tests {
         // p50: h = 4 × 0.5 = 2 → x[2] = 3.
         // p99: h = 4 × 0.99 = 3.96 → x[3] + 0.96 × (x[4] − x[3]) = 4 + 0.96 × 6 = 9.76.
         // max: 10.
-        let (p50, p99, max) = wake_quantiles(&[4, 1, 10, 3, 2]);
+        let (p50, p99, max) = wake_quantiles(&mut [4, 1, 10, 3, 2]);
         let close = |x: Option<f64>, want: f64| (x.unwrap() - want).abs() < 1e-15;
         assert!(close(p50, 3e-6), "{p50:?}");
         assert!(close(p99, 9.76e-6), "{p99:?}");

@@ -81,20 +81,55 @@ impl WakeLat {
     }
 
     /// The latencies of each of tasks `0..ntasks`, ns, in the order they
-    /// happened. Each task's vector is allocated once at its final size
-    /// (counted as the samples came): growing 2 000 vectors by doubling cost
-    /// about 20 instructions per event of the run in reallocations and
-    /// copies, and a counting pass over the log about 6.
-    pub fn per_task(&self, ntasks: usize) -> Vec<Vec<u64>> {
-        let mut out: Vec<Vec<u64>> = (0..ntasks)
-            .map(|t| Vec::with_capacity(self.count.get(t).map_or(0, |&n| n as usize)))
-            .collect();
+    /// happened, in one array: task `t`'s are `lat[start[t]..start[t + 1]]`
+    /// (`start` has `ntasks + 1` entries). A counting sort of the log by
+    /// task, with the counts kept as the samples came: one allocation, where
+    /// a vector per task cost an allocation each and a copy for the
+    /// quantiles.
+    pub fn per_task(&self, ntasks: usize) -> PerTask {
+        let mut start = Vec::with_capacity(ntasks + 1);
+        let mut total = 0usize;
+        start.push(0);
+        for t in 0..ntasks {
+            total += self.count.get(t).map_or(0, |&n| n as usize);
+            start.push(total);
+        }
+        // Where the next sample of each task goes.
+        let mut at: Vec<usize> = start[..ntasks].to_vec();
+        let mut lat = vec![0u64; total];
         for (t, l) in self.samples() {
-            if let Some(v) = out.get_mut(t as usize) {
-                v.push(l);
+            if let Some(i) = at.get_mut(t as usize) {
+                lat[*i] = l;
+                *i += 1;
             }
         }
-        out
+        PerTask { start, lat }
+    }
+}
+
+/// Every task's wake-up latencies, grouped by task (see [`WakeLat::per_task`]).
+#[derive(Clone, Debug, Default)]
+pub struct PerTask {
+    start: Vec<usize>,
+    lat: Vec<u64>,
+}
+
+impl PerTask {
+    /// Task `t`'s latencies, ns, in the order they happened (empty for a task
+    /// out of range).
+    pub fn task(&self, t: TaskId) -> &[u64] {
+        match (self.start.get(t), self.start.get(t + 1)) {
+            (Some(&a), Some(&b)) => &self.lat[a..b],
+            _ => &[],
+        }
+    }
+
+    /// Task `t`'s latencies to reorder in place (a selection for quantiles).
+    pub fn task_mut(&mut self, t: TaskId) -> &mut [u64] {
+        match (self.start.get(t), self.start.get(t + 1)) {
+            (Some(&a), Some(&b)) => &mut self.lat[a..b],
+            _ => &mut [],
+        }
     }
 }
 
@@ -115,9 +150,10 @@ mod tests {
         w.woke(0, SimTime(9_000));
         w.ran(0, SimTime(9_500));
         let per = w.per_task(4);
-        assert_eq!(per[3], vec![2_000]);
-        assert_eq!(per[0], vec![500]);
-        assert!(per[1].is_empty());
+        assert_eq!(per.task(3), [2_000]);
+        assert_eq!(per.task(0), [500]);
+        assert!(per.task(1).is_empty());
+        assert!(per.task(4).is_empty());
     }
 
     #[test]
@@ -131,9 +167,9 @@ mod tests {
         }
         assert_eq!(w.chunks.len(), 3);
         let per = w.per_task(3);
-        for (t, v) in per.iter().enumerate() {
+        for t in 0..3 {
             let want: Vec<u64> = (0..n).filter(|i| i % 3 == t).map(|i| i as u64).collect();
-            assert_eq!(v, &want, "task {t}");
+            assert_eq!(per.task(t), want, "task {t}");
         }
     }
 }
