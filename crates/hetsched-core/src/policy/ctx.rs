@@ -161,11 +161,11 @@ pub struct Ctx<'a> {
     pub(crate) ratings: &'a Vec<f64>,
     pub(crate) reqs: &'a mut Vec<Request>,
     pub(crate) rng: &'a mut rand_pcg::Pcg64Mcg,
-    pub(crate) obs: &'a [Observation],
+    pub(crate) obs: &'a Vec<Observation>,
     /// Per task: what a host scheduler sees of a vCPU (empty without VMs).
     pub(crate) vcpus: &'a Vec<Option<crate::os::VcpuInfo>>,
     /// Fusion levels of the scenario's `[dynamic]` section (empty without).
-    pub(crate) fusion_levels: &'a [usize],
+    pub(crate) fusion_levels: &'a Vec<usize>,
     /// The dispatch queues, for a scheduler that uses them (`scx.rs`).
     pub(crate) dsq: Option<&'a mut dyn scx::DsqOps>,
     /// The util_est channel of the host's scheduler and governor (`None`

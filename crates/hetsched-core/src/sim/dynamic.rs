@@ -175,14 +175,11 @@ pub(super) struct DynState {
     records: Vec<ReconfigRecord>,
     proxies: Vec<ProxyRow>,
     offline_since: Vec<Option<SimTime>>,
-    /// The configured fusion levels (for `Ctx::fusion_levels`).
-    fusion_levels: Vec<usize>,
 }
 
 impl DynState {
     pub(super) fn new(cfg: DynConfig, ncpus: usize) -> DynState {
         DynState {
-            fusion_levels: cfg.fusion.iter().map(|f| f.0).collect(),
             cfg,
             mode: vec![Mode::Online; ncpus],
             fused: vec![None; ncpus],
@@ -209,10 +206,10 @@ impl DynState {
         }
     }
 
-    /// The configured fusion levels, in the scenario's order.
-    #[inline]
-    pub(super) fn fusion_levels(&self) -> &[usize] {
-        &self.fusion_levels
+    /// The configured fusion levels, in the scenario's order (the engine
+    /// keeps them for `Ctx::fusion_levels`).
+    pub(super) fn fusion_levels(&self) -> Vec<usize> {
+        self.cfg.fusion.iter().map(|f| f.0).collect()
     }
 
     /// Until when `cpu` is halted by a stop-machine.

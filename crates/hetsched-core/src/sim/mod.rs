@@ -281,6 +281,9 @@ pub struct Engine {
     vm: vm::VmState,
     /// Dynamic processors: offline CPUs, fused objects, proxies (`dynamic.rs`).
     dynm: Option<Box<dynamic::DynState>>,
+    /// The fusion levels of the scenario's `[dynamic]` section (empty
+    /// without), kept here so that a context lends them without a branch.
+    fusion_levels: Vec<usize>,
     /// Per CPU: whether its speed depends on its SMT siblings (a type with
     /// an SMT factor other than 1 or a program with one, and siblings), so
     /// that a change of its
@@ -313,6 +316,9 @@ pub struct Engine {
     /// rt or deadline, and then they cost nothing.
     cls: Option<Box<classes::Classes>>,
 }
+
+/// The observations lent to every context but an agent's sample.
+const NO_OBS: &Vec<Observation> = &Vec::new();
 
 /// Whose context [`Engine::ctx`] builds.
 #[derive(Copy, Clone, Debug)]
@@ -457,6 +463,7 @@ impl Engine {
             planes,
             peak_power_w: 0.0,
             vm,
+            fusion_levels: dynm.as_deref().map_or(Vec::new(), |d| d.fusion_levels()),
             dynm,
             smt_shared: Vec::new(),
             any_feature: false,
@@ -489,7 +496,7 @@ impl Engine {
     /// returns the policies beside the context (a split borrow of the
     /// engine), so that one of them can be called with it.
     #[inline(always)]
-    fn ctx<'a>(&'a mut self, who: CtxFor, obs: &'a [Observation]) -> (Policies<'a>, Ctx<'a>) {
+    fn ctx<'a>(&'a mut self, who: CtxFor, obs: &'a Vec<Observation>) -> (Policies<'a>, Ctx<'a>) {
         let Engine {
             now,
             m,
@@ -507,7 +514,7 @@ impl Engine {
             gov,
             agents,
             vm,
-            dynm,
+            fusion_levels,
             dsq,
             util,
             ..
@@ -546,7 +553,7 @@ impl Engine {
                     rng,
                     obs,
                     vcpus: vinfo,
-                    fusion_levels: dynm.as_deref().map_or(&[], |d| d.fusion_levels()),
+                    fusion_levels,
                     dsq,
                     util,
                     ticks,
@@ -557,6 +564,7 @@ impl Engine {
                 // A guest sees no cpusets and no vCPUs of its own.
                 const NO_CPUSETS: &Vec<crate::os::Cpuset> = &Vec::new();
                 const NO_VCPUS: &Vec<Option<crate::os::VcpuInfo>> = &Vec::new();
+                const NO_LEVELS: &Vec<usize> = &Vec::new();
                 let g = &mut vms[k];
                 let cx = Ctx {
                     now: *now,
@@ -572,7 +580,7 @@ impl Engine {
                     rng,
                     obs,
                     vcpus: NO_VCPUS,
-                    fusion_levels: &[],
+                    fusion_levels: NO_LEVELS,
                     dsq: None,
                     util: None,
                     ticks: None,
@@ -586,7 +594,7 @@ impl Engine {
     /// Call the host scheduler with a host context.
     #[inline(always)]
     fn with_sched<R>(&mut self, f: impl FnOnce(&mut Box<dyn Scheduler>, &mut Ctx) -> R) -> R {
-        let (p, mut cx) = self.ctx(CtxFor::Sched, &[]);
+        let (p, mut cx) = self.ctx(CtxFor::Sched, NO_OBS);
         f(p.sched, &mut cx)
     }
 
@@ -597,7 +605,7 @@ impl Engine {
         k: usize,
         f: impl FnOnce(&mut Box<dyn Scheduler>, &mut Ctx) -> R,
     ) -> R {
-        let (p, mut cx) = self.ctx(CtxFor::Guest(k), &[]);
+        let (p, mut cx) = self.ctx(CtxFor::Guest(k), NO_OBS);
         f(p.sched, &mut cx)
     }
 
@@ -2057,7 +2065,7 @@ impl Engine {
         }
         self.src = Src::Gov;
         {
-            let (p, mut cx) = self.ctx(CtxFor::Host, &[]);
+            let (p, mut cx) = self.ctx(CtxFor::Host, NO_OBS);
             p.gov.init(&mut cx);
         }
         self.apply()?;
@@ -2082,7 +2090,7 @@ impl Engine {
         for i in 0..self.agents.len() {
             self.src = Src::Agent(i);
             {
-                let (p, mut cx) = self.ctx(CtxFor::Agent, &[]);
+                let (p, mut cx) = self.ctx(CtxFor::Agent, NO_OBS);
                 p.agents[i].init(&mut cx);
             }
             self.apply()?;
@@ -2441,7 +2449,7 @@ impl Engine {
                 let busy: Vec<u64> = self.cpus.iter().map(|c| c.busy_ns).collect();
                 self.src = Src::Gov;
                 {
-                    let (p, mut cx) = self.ctx(CtxFor::Host, &[]);
+                    let (p, mut cx) = self.ctx(CtxFor::Host, NO_OBS);
                     p.gov.sample(&mut cx, &busy);
                 }
                 self.apply()?;
