@@ -270,41 +270,59 @@ fn between(a: u64, b: u64, frac: f64) -> f64 {
     a + frac * (b - a)
 }
 
-/// `a + frac (b − a)` between a sample `a` that a selection put in place
-/// and the next rank's, the smallest of `rest` (the samples ranked after it,
-/// left unordered) and `also`.
-fn interpolate(a: u64, rest: &[u64], also: Option<u64>, frac: f64) -> f64 {
-    let next = rest.iter().copied().chain(also).min().unwrap_or(a);
-    between(a, next, frac)
-}
+/// The most samples above the 99th percentile's rank for which it is found
+/// by keeping the largest samples in one pass (a task with fewer than about
+/// 900 wake-ups) rather than by a selection.
+const TOP_KEPT: usize = 9;
 
 /// Median, 99th percentile and largest wake-up latency, ms: [`quantile`]'s
-/// values, found by selection (O(n) where sorting is O(n log n)), which
-/// reorders `v`. The 99th percentile's rank is put in place first, over
-/// all the samples; the samples after it give the next rank and the
-/// largest in one pass; the median's rank is then selected among the
-/// samples before it only.
+/// values, found without sorting, reordering `v`. The 99th percentile is the
+/// smallest of the `n − ⌊h⌋` largest samples and interpolates towards the
+/// next; with few samples those are kept in one pass (along with the
+/// largest), otherwise their rank is put in place by a selection. The median
+/// is a selection of its rank.
 fn wake_quantiles(v: &mut [u64]) -> (Option<f64>, Option<f64>, Option<f64>) {
     let n = v.len();
     let (Some((lo50, f50)), Some((lo99, f99))) = (rank(n, 0.5), rank(n, 0.99)) else {
         return (None, None, None);
     };
-    let (below, &mut a99, above) = v.select_nth_unstable(lo99);
-    let (mut next99, mut max) = (u64::MAX, a99);
-    for &x in above.iter() {
-        next99 = next99.min(x);
-        max = max.max(x);
-    }
-    let next99 = if above.is_empty() { a99 } else { next99 };
-    let p99 = between(a99, next99, f99);
-    let p50 = if lo50 == lo99 {
-        // Fewer than 51 samples can put both at one rank.
-        between(a99, next99, f50)
+    let kept = n - lo99;
+    let (a99, next99, max) = if kept <= TOP_KEPT {
+        // The `kept` largest so far, ascending.
+        let mut top = [0u64; TOP_KEPT];
+        let mut len = 0;
+        for &x in v.iter() {
+            if len < kept {
+                let mut k = len;
+                while k > 0 && top[k - 1] > x {
+                    top[k] = top[k - 1];
+                    k -= 1;
+                }
+                top[k] = x;
+                len += 1;
+            } else if x > top[0] {
+                let mut k = 0;
+                while k + 1 < kept && top[k + 1] < x {
+                    top[k] = top[k + 1];
+                    k += 1;
+                }
+                top[k] = x;
+            }
+        }
+        (top[0], top[1.min(kept - 1)], top[kept - 1])
     } else {
-        // Every sample of `below` is at most `a99`, which ranks next after them.
-        let (_, &mut a50, rest) = below.select_nth_unstable(lo50);
-        interpolate(a50, rest, Some(a99), f50)
+        let (_, &mut a, above) = v.select_nth_unstable(lo99);
+        let (mut next, mut max) = (u64::MAX, a);
+        for &x in above.iter() {
+            next = next.min(x);
+            max = max.max(x);
+        }
+        (a, next, max)
     };
+    let p99 = between(a99, next99, f99);
+    let (_, &mut a50, rest) = v.select_nth_unstable(lo50);
+    let next50 = rest.iter().copied().min().unwrap_or(a50);
+    let p50 = between(a50, next50, f50);
     let ms = |ns: f64| Some(ns * 1e-6);
     (ms(p50), ms(p99), ms(max as f64))
 }
@@ -535,10 +553,17 @@ mod tests {
 
     #[test]
     fn wake_quantiles_by_selection_equal_those_of_the_sorted_samples() {
-        // A fixed pseudo-random sequence with repeats, of every length up to 300.
+        // A fixed pseudo-random sequence with repeats, of every length up to
+        // 300 and a few longer ones (the 99th percentile found both ways).
         let mut x: u64 = 12345;
         let mut v = Vec::new();
-        for n in 0..300 {
+        for n in (0..300).chain([899, 900, 901, 1000, 2500]) {
+            while v.len() < n {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                v.push((x >> 33) % 50);
+            }
             let mut sorted = v.clone();
             sorted.sort_unstable();
             let ms = |q: Option<f64>| q.map(|ns| ns * 1e-6);
@@ -548,10 +573,6 @@ mod tests {
                 ms(sorted.last().map(|&m| m as f64)),
             );
             assert_eq!(wake_quantiles(&mut v.clone()), want, "n={n}");
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            v.push((x >> 33) % 50);
         }
     }
 

@@ -73,13 +73,6 @@ impl WakeLat {
         self.chunks.push(c);
     }
 
-    /// (task, latency) of every sample, in the order they happened.
-    fn samples(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
-        self.chunks
-            .iter()
-            .flat_map(|c| c.task.iter().copied().zip(c.lat.iter().copied()))
-    }
-
     /// The latencies of each of tasks `0..ntasks`, ns, in the order they
     /// happened, in one array: task `t`'s are `lat[start[t]..start[t + 1]]`
     /// (`start` has `ntasks + 1` entries). A counting sort of the log by
@@ -97,10 +90,12 @@ impl WakeLat {
         // Where the next sample of each task goes.
         let mut at: Vec<usize> = start[..ntasks].to_vec();
         let mut lat = vec![0u64; total];
-        for (t, l) in self.samples() {
-            if let Some(i) = at.get_mut(t as usize) {
-                lat[*i] = l;
-                *i += 1;
+        for c in &self.chunks {
+            for (&t, &l) in c.task.iter().zip(&c.lat) {
+                if let Some(i) = at.get_mut(t as usize) {
+                    lat[*i] = l;
+                    *i += 1;
+                }
             }
         }
         PerTask { start, lat }
