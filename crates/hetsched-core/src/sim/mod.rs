@@ -1552,6 +1552,7 @@ impl Engine {
 
     /// Ask the scheduler for the next task of idle `cpu`: `pick_next`, and if
     /// it has none, `balance` then `pick_next` once more.
+    #[inline]
     fn fair_pick(&mut self, cpu: CpuId) -> Result<Option<TaskId>, SimError> {
         self.src = Src::Sched;
         let next = self.with_sched(|s, cx| s.pick_next(cx, cpu));

@@ -429,6 +429,7 @@ impl CapAware {
     /// First enqueue of `t`: a new task starts at half the scale (with
     /// `post_init_util`, the scheduler then calls [`CapAware::post_init`]).
     /// Whether it was the first.
+    #[inline]
     pub(in crate::policy) fn first_seen(&mut self, t: TaskId, now: SimTime) -> bool {
         let l = self.at(t);
         if l.seen {
