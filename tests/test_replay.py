@@ -324,7 +324,8 @@ def _can_record() -> str | None:
     if os.environ.get("HETSCHED_RECORD_TESTS") != "1":
         # Replays of fresh recordings still differ now and then (1 run in 4
         # on this 2-CPU machine: one task's CPU time off by up to 76 %, cause
-        # not found yet); the recorded traces above are checked every run.
+        # not confirmed; docs/linux.md names a candidate since fixed, missing
+        # switch-ins); the recorded traces above are checked every run.
         return "a fresh recording is compared only with HETSCHED_RECORD_TESTS=1"
     if os.geteuid() != 0:
         return "recording the kernel trace needs root"
