@@ -231,6 +231,70 @@ def test_wakers_are_the_running_task_unless_in_interrupt_context() -> None:
     assert [e["waker"] for e in wakes] == [None, None, 3]
 
 
+# A fork onto an idle CPU whose switch-in is missing (as in the recorded
+# churn traces: the child is next seen at its exit), a wake-up by an interrupt
+# whose switch-in is missing too (the CPU was running a kernel worker), and a
+# task first seen as it is switched out of a CPU that had switched already.
+# Times are ms after 100 s.
+MISSING_SWITCH_IN = """\
+            spin-90      [001] d..2.   100.000000: sched_switch: prev_comm=spin prev_pid=90 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          parent-100     [000] .....   100.001000: sched_process_fork: comm=parent pid=100 child_comm=parent child_pid=101
+          parent-100     [000] d..2.   100.001005: sched_wakeup_new: comm=parent pid=101 prio=120 target_cpu=001
+          parent-100     [000] d..2.   100.001020: sched_switch: prev_comm=parent prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+          parent-101     [001] .....   100.003100: sched_process_exit: comm=parent pid=101 prio=120 group_dead=true
+          parent-101     [001] dN.6.   100.003150: sched_wakeup: comm=parent pid=100 prio=120 target_cpu=000
+          parent-101     [001] d..2.   100.003200: sched_switch: prev_comm=parent prev_pid=101 prev_prio=120 prev_state=X ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          <idle>-0       [000] d..2.   100.003210: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=parent next_pid=100 next_prio=120
+          parent-100     [000] d..2.   100.004000: sched_switch: prev_comm=parent prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+          <idle>-0       [001] d..2.   100.004100: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=kworker/1:0 next_pid=50 next_prio=120
+     kworker/1:0-50      [001] dNh2.   100.004200: sched_wakeup: comm=parent pid=100 prio=120 target_cpu=001
+          parent-100     [001] d..2.   100.005500: sched_switch: prev_comm=parent prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+           ghost-77      [001] d..2.   100.006000: sched_switch: prev_comm=ghost prev_pid=77 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+"""  # noqa: E501
+
+
+def test_a_missing_switch_in_counts_from_the_latest_moment_it_can_have_begun() -> None:
+    d = tracefs.convert(tracefs.parse(MISSING_SWITCH_IN))
+    assert [t["pid"] for t in d.tasks] == [90, 100, 101, 50, 77]
+    runs = [(e["task"], e["cpu"], e["t_ns"], e["end_ns"], bool(e.get("start_inferred")))
+            for e in d.events if e["type"] == "run"]  # fmt: skip
+    assert runs == [
+        # parent ran on cpu0 from the trace's start (no switch there before).
+        (1, 0, 0, 1_020_000, False),
+        # The child: not from the trace's start but from its wake-up (1.005),
+        # after cpu1's switch to idle at 0: 2.195 ms, as it ran.
+        (2, 1, 1_005_000, 3_200_000, True),
+        (1, 0, 3_210_000, 4_000_000, False),
+        # parent, woken at 4.2 on cpu1 while the kernel worker (since 4.1) ran.
+        (1, 1, 4_200_000, 5_500_000, True),
+    ]
+    # ghost (first seen as cpu1, which had switched before, switches it out):
+    # its interval is not known at all.
+    assert not any(e["type"] == "run" and e["task"] == 4 for e in d.events)
+    migrations = [
+        (e["task"], e["from"], e["to"], e["t_ns"]) for e in d.events if e["type"] == "migrate"
+    ]
+    assert migrations == [(1, 0, 1, 4_200_000)]
+    assert any(
+        w.startswith("3 sched_switch event(s) switched out a task whose switch-in is not in")
+        and "2 counted from the latest moment" in w
+        and "1 left out" in w
+        for w in d.warnings
+    ), d.warnings
+    # The wake-ups before an inferred start have no latency, but count.
+    wk = tracefs.wakeups(d.events)
+    assert list(zip(wk["task"], wk["new"], wk["latency_ms"].round(6), strict=True)) == [
+        (2, True, pytest.approx(float("nan"), nan_ok=True)),
+        (1, False, 0.06),
+        (1, False, pytest.approx(float("nan"), nan_ok=True)),
+    ]
+    s = tracefs.task_summary(d.events).set_index("task")
+    assert s.loc[2, "cpu_s"] == pytest.approx(0.002195)
+    assert s.loc[1, "wakeups"] == 2
+    assert s.loc[1, "wakeup_latency_p50_ms"] == pytest.approx(0.06)
+    assert s.loc[1, "wakeup_latency_max_ms"] == pytest.approx(0.06)
+
+
 def test_lost_events_drop_the_open_interval_and_warn() -> None:
     text = tracefs_text().replace(
         "\n" + tracefs_text().splitlines()[9] + "\n",  # the 2.0 ms switch on cpu0

@@ -43,6 +43,7 @@ import contextlib
 import gzip
 import json
 import lzma
+import math
 import os
 import re
 import signal
@@ -412,7 +413,17 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
 
     The idle task (pid 0) is not a task. A task running when the trace starts
     (or when a CPU's events resume after lost events) is counted from that
-    moment; intervals still open at the end are closed at the last event."""
+    moment; intervals still open at the end are closed at the last event.
+
+    A task switched out of a CPU without its switch-in there (the event is
+    missing from the trace) ran from a moment the trace does not give. When
+    the trace shows since when the task was waiting to run (its wake-up, its
+    fork, or its preemption), its run is counted from the latest moment it
+    can have begun: that one, the CPU's previous ``sched_switch`` or the
+    start of the CPU's events, whichever is last; the ``run`` event has
+    ``start_inferred`` set, and :func:`wakeups` gives the wake-up before it
+    no latency. Otherwise (a task first seen as it is switched out) the
+    interval is left out. Either way a warning counts them."""
     kev = [e for e in parsed.events if e.name != "lost"]
     t0 = kev[0].t_ns if kev else 0
     end = kev[-1].t_ns - t0 if kev else 0
@@ -438,7 +449,10 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
     kmig: list[dict[str, Any]] = []
     exiting: dict[int, int] = {}  # pid -> time of its sched_process_exit
     lost: list[dict[str, Any]] = []
-    inconsistent = 0
+    ready: dict[int, int] = {}  # pid -> since when it waited to run (not running, not asleep)
+    last_switch: dict[int, int] = {}  # cpu -> time of its last sched_switch
+    inferred = 0
+    unknown = 0
     for e in parsed.events:
         t = e.t_ns - t0
         ncpus = max(ncpus, e.cpu + 1)
@@ -455,32 +469,52 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
             if prev != 0:
                 pi = task(prev, f["prev_comm"])
                 cur = running.get(e.cpu)
-                if cur is not None and cur[0] != prev:
-                    inconsistent += 1
-                    start = None
-                elif cur is not None:
-                    start = cur[1]
+                since = known_cpu[e.cpu]
+                switched = last_switch.get(e.cpu, -1) >= since
+                waited = ready.get(prev, -1) >= since
+                run: dict[str, Any] | None = None
+                if cur is not None and cur[0] == prev:
+                    run = {"t_ns": cur[1]}
+                elif cur is None and not switched and not waited:
+                    run = {"t_ns": since}  # running since the CPU's events began
+                elif prev in ready:
+                    # Its switch-in is missing: it began after it was ready and
+                    # after whatever the CPU did before.
+                    lo = max(since, ready[prev], last_switch.get(e.cpu, since))
+                    if cur is not None:
+                        lo = max(lo, cur[1])
+                    run = {"t_ns": lo, "start_inferred": True}
+                    inferred += 1
                 else:
-                    start = known_cpu[e.cpu]
-                if start is not None and t > start:
-                    out.append(
-                        {"type": "run", "t_ns": start, "end_ns": t, "cpu": e.cpu, "task": pi}
-                    )
+                    unknown += 1
+                if run is not None and t > run["t_ns"]:
+                    out.append({"type": "run", **run, "end_ns": t, "cpu": e.cpu, "task": pi})
+                    if run.get("start_inferred"):
+                        # The missing switch-in may have moved it, as a switch-in would.
+                        was = last_cpu.get(prev)
+                        if was is not None and was != e.cpu:
+                            mig = {"type": "migrate", "t_ns": run["t_ns"], "task": pi}
+                            out.append({**mig, "from": was, "to": e.cpu})
+                        last_cpu[prev] = e.cpu
                 ps = f["prev_state"]
                 head = ps.split("|")[0]
                 if head.startswith("R") or ps in ("0", "0x0"):
                     state[prev] = "runnable"
+                    ready[prev] = t
                 elif head[:1] in _DEAD:
                     if state.get(prev) != "dead":
                         out.append({"type": "exit", "t_ns": t, "task": pi})
                     state[prev] = "dead"
                     exiting.pop(prev, None)
+                    ready.pop(prev, None)
                 else:
                     out.append(
                         {"type": "block", "t_ns": t, "task": pi, "reason": _block_reason(ps)}
                     )
                     state[prev] = "blocked"
+                    ready.pop(prev, None)
             running.pop(e.cpu, None)
+            last_switch[e.cpu] = t
             if nxt != 0:
                 ni = task(nxt, f["next_comm"])
                 running[e.cpu] = (nxt, t)
@@ -489,6 +523,7 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
                     out.append({"type": "migrate", "t_ns": t, "task": ni, "from": was, "to": e.cpu})
                 last_cpu[nxt] = e.cpu
                 state[nxt] = "running"
+                ready.pop(nxt, None)
         elif e.name in ("sched_wakeup", "sched_wakeup_new"):
             pid = f["pid"]
             if pid == 0:
@@ -506,6 +541,7 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
                     {"type": "wake", "t_ns": t, "task": i, "cpu": cpu, "new": new, "waker": waker}
                 )
                 state[pid] = "runnable"
+                ready[pid] = t
         elif e.name == "sched_migrate_task":
             i = task(f["pid"], f["comm"])
             kmig.append({"t_ns": t, "task": i, "from": f["orig_cpu"], "to": f["dest_cpu"]})
@@ -513,6 +549,7 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
             task(f["pid"], f["comm"])
             c = task(f["child_pid"], f["child_comm"])
             tasks[c]["parent"] = f["pid"]
+            ready.setdefault(f["child_pid"], t)
         elif e.name == "sched_process_exit":
             # The task still runs until its last sched_switch (prev_state X
             # or Z), which is when its exit event is given; this time serves
@@ -528,11 +565,19 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
             out.append(
                 {"type": "run", "t_ns": start, "end_ns": end, "cpu": cpu, "task": index[pid]}
             )
-    if inconsistent:
+    if inferred or unknown:
+        how = []
+        if inferred:
+            how.append(
+                f"{inferred} counted from the latest moment they can have begun (the task's "
+                "wake-up, fork or preemption, or the CPU's previous switch)"
+            )
+        if unknown:
+            how.append(f"{unknown} left out (the task was not seen before)")
         warnings.append(
-            f"{inconsistent} sched_switch event(s) switched out a task that was not the one "
-            "running on that CPU (events missing, or a trace trimmed to some tasks); the run "
-            "intervals of the tasks switched out there were left out"
+            f"{inferred + unknown} sched_switch event(s) switched out a task whose switch-in "
+            "is not in the trace (events missing, or a trace trimmed to some tasks); of their "
+            f"run intervals, {' and '.join(how)}"
         )
     if lost:
         warnings.append(
@@ -606,11 +651,16 @@ def wakeups(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per wake-up that was followed by running: ``task``, ``t_ns``,
     ``cpu`` (where it was placed), ``new`` (a new task's first wake-up),
     ``run_ns`` (when it next started running) and ``latency_ms``. For a
-    simulated run, each task's first wake-up is its ``new`` one."""
+    simulated run, each task's first wake-up is its ``new`` one. Where that
+    start is not in the trace but inferred (:func:`convert`), the latency is
+    not known: NaN."""
     starts: dict[int, list[int]] = {}
+    inferred: set[tuple[int, int]] = set()
     for e in events:
         if e["type"] == "run":
             starts.setdefault(int(e["task"]), []).append(int(e["t_ns"]))
+            if e.get("start_inferred"):
+                inferred.add((int(e["task"]), int(e["t_ns"])))
     for v in starts.values():
         v.sort()
     seen: set[int] = set()
@@ -623,7 +673,8 @@ def wakeups(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         k = int(np.searchsorted(s, t, side="left"))
         if k >= len(s):
             continue
-        rows.append((task, t, int(e["cpu"]), new, s[k], (s[k] - t) / 1e6))
+        lat = math.nan if (task, s[k]) in inferred else (s[k] - t) / 1e6
+        rows.append((task, t, int(e["cpu"]), new, s[k], lat))
     return pd.DataFrame(rows, columns=["task", "t_ns", "cpu", "new", "run_ns", "latency_ms"])
 
 
@@ -656,7 +707,8 @@ def task_summary(
     """Per task: ``cpu_s`` (CPU time), ``wakeups`` (not counting a new task's
     first), ``wakeup_latency_p50_ms``/``_p99_ms``/``_max_ms`` (over every
     wake-up, a new task's included), ``migrations``, ``slices`` and
-    ``slice_mean_ms``. ``window`` = ``(start_ns, end_ns)`` clips run intervals
+    ``slice_mean_ms`` (latencies that are not known, :func:`wakeups`, are
+    left out). ``window`` = ``(start_ns, end_ns)`` clips run intervals
     and keeps wake-ups, migrations and slices that begin inside it; ``tasks``
     limits the rows (default: every task that appears)."""
     runs = run_intervals(events)
@@ -683,7 +735,7 @@ def task_summary(
         if window is not None:
             sl = sl[(sl["start_ns"] > window[0]) & (sl["end_ns"] < window[1])]
         w = wk[wk["task"] == t]
-        lat = w["latency_ms"].to_numpy(dtype=float)
+        lat = w["latency_ms"].dropna().to_numpy(dtype=float)
         rows.append(
             {
                 "task": t,

@@ -158,7 +158,7 @@ def observe(
         sl = r[(r["end"] == "preempt") & (r["start_ns"] >= lo) & (r["end_ns"] <= hi)]
         out[role] = RoleObs(
             cpu_s=float((r["e"] - r["s"]).sum()) / 1e9,
-            latencies_ms=w["latency_ms"].to_numpy(dtype=float),
+            latencies_ms=w["latency_ms"].dropna().to_numpy(dtype=float),
             slices_ms=sl["dur_ms"].to_numpy(dtype=float),
             wakeups=len(w),
             migrations=int(mig["task"].isin(ids).sum()),
