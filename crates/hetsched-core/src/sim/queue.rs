@@ -159,8 +159,12 @@ fn sort_bucket<E>(b: &mut [Entry<E>]) {
 #[inline(never)]
 fn sort_large_bucket<E>(b: &mut [Entry<E>]) {
     let n = b.len();
-    // Pushed earliest first: reverse, then fix what is out of place.
-    if b[0].key < b[n - 1].key {
+    // Pushed earliest first: reverse when most neighbours are in ascending
+    // order, then fix what is out of place. (The two ends alone mislead when
+    // a later event in the bucket was pushed before the ticks of the
+    // bucket's first instant: the ticks then went to the library's sort.)
+    let ascending = b.windows(2).filter(|w| w[0].key < w[1].key).count();
+    if 2 * ascending > n - 1 {
         b.reverse();
     }
     let budget = SORT_MOVES * n;
