@@ -905,6 +905,7 @@ impl Engine {
         self.iw_state(t, old, s);
     }
 
+    #[inline]
     fn jitter(&mut self, prog: usize, x: f64) -> f64 {
         let j = self.progs[prog].jitter;
         if j <= 0.0 {
