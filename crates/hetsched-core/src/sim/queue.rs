@@ -16,9 +16,10 @@
 //! Most events of a run are due a little later than now: completions and
 //! ticks within milliseconds, wake-ups within tens of milliseconds. Those go
 //! into a **timing wheel** of [`SLOTS`] buckets of [`SLOT_NS`] each (about
-//! 268 ms in all): a push appends to the bucket of its time, unsorted; a
-//! bucket is sorted once, when the earliest events are taken from it (one or
-//! two events each in a busy run). Events in the bucket of the current time (the
+//! 268 ms in all): a push links the event into the list of the bucket of
+//! its time, unsorted (the lists share one pool of nodes); a bucket is
+//! sorted once, when the earliest events are taken from it (one or two
+//! events each in a busy run). Events in the bucket of the current time (the
 //! bucket being emptied) and events beyond the wheel's span go into a
 //! **binary heap**. The earliest event is the smaller of the two minima, so
 //! the order is exactly the heap's alone.
@@ -90,6 +91,7 @@ const MASK: u64 = SLOTS as u64 - 1;
 const WORDS: usize = SLOTS / 64;
 const SUMMARY: usize = WORDS / 64;
 
+#[derive(Clone, Copy)]
 struct Entry<E> {
     /// The whole order in one integer, compared in one step: the event time
     /// in the high 64 bits, then the class (8 bits) and the insertion
@@ -136,8 +138,8 @@ impl<E> Ord for Entry<E> {
 /// one or two events in a busy run: an insertion sort in place costs a
 /// compare or two there, where the library's sort pays its set-up (about 70
 /// instructions a bucket). A large bucket is usually nearly sorted too (the
-/// ticks of every CPU at one instant, pushed in order: reversed, as events
-/// arrive earliest first): the insertion sort goes on while it has moved
+/// ticks of every CPU at one instant, in the order they were pushed or in
+/// the reverse): the insertion sort goes on while it has moved
 /// entries fewer than [`SORT_MOVES`] times their number, and hands what is
 /// left to the library's sort past that (a burst of events in any order
 /// within 16 µs). Keys are unique, so either way the order is the same.
@@ -159,10 +161,10 @@ fn sort_bucket<E>(b: &mut [Entry<E>]) {
 #[inline(never)]
 fn sort_large_bucket<E>(b: &mut [Entry<E>]) {
     let n = b.len();
-    // Pushed earliest first: reverse when most neighbours are in ascending
-    // order, then fix what is out of place. (The two ends alone mislead when
-    // a later event in the bucket was pushed before the ticks of the
-    // bucket's first instant: the ticks then went to the library's sort.)
+    // Reverse when most neighbours are in ascending order, then fix what is
+    // out of place. (The two ends alone mislead when a later event in the
+    // bucket was pushed before the ticks of the bucket's first instant: the
+    // ticks then went to the library's sort.)
     let ascending = b.windows(2).filter(|w| w[0].key < w[1].key).count();
     if 2 * ascending > n - 1 {
         b.reverse();
@@ -187,41 +189,68 @@ fn sort_large_bucket<E>(b: &mut [Entry<E>]) {
 /// goes to the library's sort (see [`sort_bucket`]).
 const SORT_MOVES: usize = 4;
 
+/// No node: the end of a bucket's list or of the free list.
+const NIL: u32 = u32::MAX;
+
+/// A wheel entry and the next node of its bucket's list (or, unused, of the
+/// free list).
+#[derive(Clone, Copy)]
+struct Node<E> {
+    entry: Entry<E>,
+    next: u32,
+}
+
 /// A min-priority queue of events of payload type `E` (see the module doc).
 ///
 /// Invariants: every event in the wheel lies in a bucket `s` (absolute
-/// bucket number, `time / SLOT_NS`) with `cur <= s < cur + SLOTS`, stored at
-/// index `s % SLOTS`; bucket `cur` is sorted by decreasing key (its earliest
-/// event last) and receives no pushes; the other buckets are unsorted; a
-/// bucket's bit in `occupied` is set exactly when it is not empty.
+/// bucket number, `time / SLOT_NS`) with `cur <= s < cur + SLOTS`; bucket
+/// `cur` is `open`, sorted by decreasing key (its earliest event last), and
+/// receives no pushes; every other bucket is a list of nodes of `pool`,
+/// headed at `heads[s % SLOTS]`, in no order; a bucket's bit in `occupied`
+/// is set exactly when its list is not empty.
+///
+/// The buckets' entries share one pool, whose unused nodes are reused last
+/// freed first: the wheel's memory is about as large as the most events it
+/// ever held at once, and the nodes in use stay few and close together. (A
+/// vector per bucket kept each bucket's largest size for good: 16 384
+/// buffers spread over tens of megabytes, and a cache miss for most pushes
+/// and pops, which made a run slower than the heap alone although it took
+/// fewer instructions.)
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
-    slots: Box<[Vec<Entry<E>>; SLOTS]>,
+    /// Nodes of the buckets' lists, and unused ones.
+    pool: Vec<Node<E>>,
+    /// First unused node of `pool` (`NIL`: none).
+    free: u32,
+    /// First node of each bucket's list (`NIL`: empty), by `s % SLOTS`.
+    heads: Box<[u32]>,
+    /// Bucket `cur`, sorted by decreasing key.
+    open: Vec<Entry<E>>,
     occupied: [u64; WORDS],
     /// Bit `w % 64` of word `w / 64`: `occupied[w] != 0`.
     summary: [u64; SUMMARY],
     /// Absolute number of the bucket being emptied.
     cur: u64,
-    /// Events in the wheel.
+    /// Events in the wheel (`open` and the lists).
     in_wheel: usize,
     next_seq: u64,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
-        let slots: Box<[Vec<Entry<E>>]> = (0..SLOTS).map(|_| Vec::new()).collect();
         EventQueue {
             heap: BinaryHeap::new(),
-            slots: slots
-                .try_into()
-                .unwrap_or_else(|_| unreachable!("SLOTS buckets")),
+            pool: Vec::new(),
+            free: NIL,
+            heads: vec![NIL; SLOTS].into_boxed_slice(),
+            open: Vec::new(),
             occupied: [0; WORDS],
             summary: [0; SUMMARY],
             cur: 0,
@@ -243,7 +272,25 @@ impl<E> EventQueue<E> {
         let s = time.0 >> SLOT_SHIFT;
         if s > self.cur && s - self.cur < SLOTS as u64 {
             let i = (s & MASK) as usize;
-            self.slots[i].push(e);
+            let node = Node {
+                entry: e,
+                next: self.heads[i],
+            };
+            let n = if self.free != NIL {
+                let n = self.free;
+                self.free = self.pool[n as usize].next;
+                self.pool[n as usize] = node;
+                n
+            } else {
+                let n = self.pool.len();
+                assert!(
+                    n < NIL as usize,
+                    "more events in the timing wheel than it can index"
+                );
+                self.pool.push(node);
+                n as u32
+            };
+            self.heads[i] = n;
             self.occupied[i / 64] |= 1 << (i % 64);
             self.summary[i / 4096] |= 1 << ((i / 64) % 64);
             self.in_wheel += 1;
@@ -299,8 +346,7 @@ impl<E> EventQueue<E> {
         if self.in_wheel == 0 {
             return false;
         }
-        let i = (self.cur & MASK) as usize;
-        if let Some(e) = self.slots[i].last() {
+        if let Some(e) = self.open.last() {
             return heap_min.is_none_or(|h| e.key < h);
         }
         let s = self.next_bucket();
@@ -310,10 +356,31 @@ impl<E> EventQueue<E> {
             }
         }
         self.cur = s;
-        let b = &mut self.slots[(s & MASK) as usize];
-        sort_bucket(b);
-        let first = b.last().expect("an occupied bucket").key;
+        self.open_bucket(s);
+        sort_bucket(&mut self.open);
+        let first = self.open.last().expect("an occupied bucket").key;
         heap_min.is_none_or(|h| first < h)
+    }
+
+    /// Move bucket `s`'s list into `open` (newest first: events of one
+    /// instant and class come out in decreasing order already), freeing its
+    /// nodes.
+    #[inline]
+    fn open_bucket(&mut self, s: u64) {
+        let i = (s & MASK) as usize;
+        let mut n = std::mem::replace(&mut self.heads[i], NIL);
+        while n != NIL {
+            let node = &mut self.pool[n as usize];
+            self.open.push(node.entry);
+            let next = node.next;
+            node.next = self.free;
+            self.free = n;
+            n = next;
+        }
+        self.occupied[i / 64] &= !(1 << (i % 64));
+        if self.occupied[i / 64] == 0 {
+            self.summary[i / 4096] &= !(1 << ((i / 64) % 64));
+        }
     }
 
     /// Remove and return the earliest event. O(1) amortised from the wheel,
@@ -324,15 +391,7 @@ impl<E> EventQueue<E> {
         if !self.wheel_first(heap_min) {
             return self.heap.pop().map(Entry::unpack);
         }
-        let i = (self.cur & MASK) as usize;
-        let b = &mut self.slots[i];
-        let e = b.pop().expect("the wheel's earliest bucket");
-        if b.is_empty() {
-            self.occupied[i / 64] &= !(1 << (i % 64));
-            if self.occupied[i / 64] == 0 {
-                self.summary[i / 4096] &= !(1 << ((i / 64) % 64));
-            }
-        }
+        let e = self.open.pop().expect("the wheel's earliest bucket");
         self.in_wheel -= 1;
         Some(e.unpack())
     }
@@ -344,12 +403,18 @@ impl<E> EventQueue<E> {
         let w = if self.in_wheel == 0 {
             None
         } else {
-            let open = &self.slots[(self.cur & MASK) as usize];
-            match open.last() {
+            match self.open.last() {
                 Some(e) => Some(e.key),
                 None => {
                     let s = self.next_bucket();
-                    self.slots[(s & MASK) as usize].iter().map(|e| e.key).min()
+                    let mut n = self.heads[(s & MASK) as usize];
+                    let mut min = None;
+                    while n != NIL {
+                        let node = &self.pool[n as usize];
+                        min = Some(min.map_or(node.entry.key, |m: u128| m.min(node.entry.key)));
+                        n = node.next;
+                    }
+                    min
                 }
             }
         };
