@@ -14,6 +14,14 @@ busy the machine is, so the two columns compare on a shared machine.
 a column between ``REV``'s and this tree's (``python bench/baseline.py
 e5f4704 --also 397a708``); the change is against ``REV``.
 
+Instruction counts miss what memory costs (cache misses, page faults): a
+change can take fewer instructions and still run slower. ``--cpu-time N``
+therefore also runs every engine on the whole standard scenario N times
+each, alternating the engines from run to run (one process per run, its
+user + system CPU time), and reports the median events per CPU-second of
+each with their spread (:func:`cpu_rates`); on a shared machine compare
+engines within one such invocation only.
+
 ``REV`` is checked out into a git worktree (``--worktree``, default
 ``target/baseline-REV``, kept between runs) and built there with its own
 target directory, so that neither build invalidates the other
@@ -156,6 +164,69 @@ def per_event(exe: Path, scheduler: str, keep: Path | None = None) -> dict[str, 
     }
 
 
+def alternate(names: list[str], runs: int) -> list[str]:
+    """The order of ``runs`` rounds over ``names``: forwards in even rounds,
+    backwards in odd ones, so that no engine always runs first or last
+    (the machine's load drifts within a round)."""
+    order: list[str] = []
+    for r in range(runs):
+        order.extend(names if r % 2 == 0 else names[::-1])
+    return order
+
+
+def cpu_run(exe: Path, scenario: str) -> tuple[int, float, str]:
+    """Run ``exe`` once on the scenario text: ``(events, CPU seconds, trace
+    hash)``, the CPU time being the child's user + system time."""
+    import resource
+
+    with tempfile.TemporaryDirectory(prefix="hetsched-baseline-") as tmp:
+        scn = Path(tmp) / "scenario.toml"
+        scn.write_text(scenario, encoding="utf-8")
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.run(
+            [str(exe), str(scn), "1"], capture_output=True, text=True, check=False
+        )
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench: {exe} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return int(res["events"]), cpu, str(res["trace_hash"])
+
+
+def cpu_rates(
+    exes: dict[str, Path],
+    scheduler: str,
+    runs: int,
+    run: Any = cpu_run,
+) -> dict[str, dict[str, Any]]:
+    """Events per CPU-second of each engine (name → binary) on the whole
+    standard scenario under ``scheduler``: ``runs`` runs each, alternated
+    (:func:`alternate`); per engine the spread of the rates
+    (:func:`measure.events_per_cpu_sec`) and the trace hash. ``run`` is
+    :func:`cpu_run` (a stand-in in tests)."""
+    text = scenario_text(scheduler, _standard_duration())
+    samples: dict[str, list[tuple[int, float]]] = {n: [] for n in exes}
+    hashes: dict[str, str] = {}
+    for name in alternate(list(exes), runs):
+        events, cpu, h = run(exes[name], text)
+        samples[name].append((events, cpu))
+        hashes[name] = h
+    out: dict[str, dict[str, Any]] = {}
+    for name, xs in samples.items():
+        if len({e for e, _ in xs}) != 1:
+            raise RuntimeError(f"bench: {name} gave different event counts over its runs")
+        out[name] = {**measure.events_per_cpu_sec(xs), "hash": hashes[name]}
+    return out
+
+
+def _standard_duration() -> float:
+    """``duration_s`` of ``bench/standard.toml``."""
+    import tomllib
+
+    return float(tomllib.loads(STANDARD.read_text(encoding="utf-8"))["duration_s"])
+
+
 def ensure_worktree(rev: str, path: Path) -> Path:
     """A worktree of ``rev`` at ``path`` (created, or moved to ``rev``)."""
     sha = subprocess.run(
@@ -196,6 +267,7 @@ def compare(
     worktree: Path | None = None,
     also: list[tuple[str, Path | None]] | None = None,
     shared_target: bool = False,
+    cpu_time: int = 0,
 ) -> dict[str, Any]:
     """The engines' instructions per event, per scheduler, at ``rev``, at
     each of ``also`` (revision, worktree) and at this tree (see the module
@@ -219,6 +291,11 @@ def compare(
         hashes = [r.get("hash") for r in (before, *between, after)]
         if all(h is not None for h in hashes):
             row["same_trace"] = len(set(hashes)) == 1
+        if cpu_time > 0:
+            print(f"CPU time: {s}, {cpu_time} alternated runs of each engine ...", file=sys.stderr)
+            names = [rev, *(r for r, _ in also), "this tree"]
+            exes = dict(zip(names, [base_exe, *also_exes, this_exe], strict=True))
+            row["cpu"] = cpu_rates(exes, s, cpu_time)
         rows.append(row)
     res: dict[str, Any] = {"baseline_rev": rev, "lengths_s": list(LENGTHS_S), "rows": rows}
     if also:
@@ -248,6 +325,21 @@ def table(res: dict[str, Any]) -> str:
         same = {True: "yes", False: "**no**"}.get(row.get("same_trace"), "—")
         mid = "".join(f" {cell(r)} |" for r in row.get("also", []))
         lines.append(f"| {row['scheduler']} | {cell(b)} |{mid} {cell(t)} | {change} | {same} |")
+    rates = [(row["scheduler"], row["cpu"]) for row in res["rows"] if "cpu" in row]
+    if rates:
+        lines += [
+            "",
+            "| scheduler | engine | M events per CPU-second, median (min–max) "
+            "| against the baseline |",
+            "|---|---|---:|---:|",
+        ]
+        for sched, cpu in rates:
+            base = cpu[res["baseline_rev"]]["median"]
+            for name, r in cpu.items():
+                lines.append(
+                    f"| {sched} | {name} | {r['median'] / 1e6:.2f} ({r['min'] / 1e6:.2f}–"
+                    f"{r['max'] / 1e6:.2f}) | {r['median'] / base:.3f}× |"
+                )
     return "\n".join(lines)
 
 
@@ -280,8 +372,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="build the revisions in this tree's target directory (reuses its dependencies)",
     )
+    ap.add_argument(
+        "--cpu-time",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run each engine N times on the whole standard scenario, alternated, "
+        "and compare events per CPU-second",
+    )
     ap.add_argument("--json", type=Path, help="also write the result here")
     args = ap.parse_args(argv)
+    if args.cpu_time < 0:
+        print("error: --cpu-time: a number of runs, 0 (off) or more", file=sys.stderr)
+        return 2
     if len(args.also_worktree) > len(args.also):
         print("error: --also-worktree: more worktrees than --also revisions", file=sys.stderr)
         return 2
@@ -296,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
             args.worktree,
             also,
             args.shared_target,
+            args.cpu_time,
         )
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -85,3 +85,55 @@ def test_more_also_worktrees_than_revisions_is_a_clear_error(
     rc = baseline.main(["e5f4704", "--also-worktree", "/tmp/x"])
     assert rc == 2
     assert "more worktrees than --also revisions" in capsys.readouterr().err
+
+
+def test_cpu_time_runs_alternate_so_no_engine_always_goes_first() -> None:
+    assert baseline.alternate(["a", "b", "c"], 3) == list("abccbaabc")
+    assert baseline.alternate(["a"], 2) == ["a", "a"]
+    assert baseline.alternate(["a", "b"], 0) == []
+
+
+def test_cpu_rates_are_medians_per_engine_with_their_hashes() -> None:
+    # A stand-in for the engines: base takes 2 s, then 1 s, then 3 s for 6 M
+    # events (medians 3 M/s); new takes 1 s each time (6 M/s).
+    times = {"base": [2.0, 1.0, 3.0], "new": [1.0, 1.0, 1.0]}
+    calls: list[str] = []
+
+    def run(exe: Path, text: str) -> tuple[int, float, str]:
+        assert 'scheduler = "cfs"' in text
+        name = exe.name
+        calls.append(name)
+        return 6_000_000, times[name][calls.count(name) - 1], f"hash-{name}"
+
+    out = baseline.cpu_rates({"base": Path("base"), "new": Path("new")}, "cfs", 3, run=run)
+    assert calls == ["base", "new", "new", "base", "base", "new"]
+    assert out["base"]["median"] == 3_000_000
+    assert (out["base"]["min"], out["base"]["max"]) == (2_000_000, 6_000_000)
+    assert out["new"]["median"] == 6_000_000
+    assert out["new"]["hash"] == "hash-new"
+
+
+def test_cpu_rates_refuse_engines_whose_event_counts_change_between_runs() -> None:
+    n = iter([100, 101])
+
+    def run(exe: Path, text: str) -> tuple[int, float, str]:
+        return next(n), 1.0, "h"
+
+    with pytest.raises(RuntimeError, match="different event counts"):
+        baseline.cpu_rates({"only": Path("only")}, "cfs", 2, run=run)
+
+
+def test_table_adds_the_cpu_time_comparison_when_measured() -> None:
+    row = _row("cfs", 1551.0, 1606.0, True)
+    row["cpu"] = {
+        "e5f4704": {"median": 8.0e6, "min": 7.5e6, "max": 8.5e6},
+        "this tree": {"median": 7.6e6, "min": 7.0e6, "max": 8.0e6},
+    }
+    lines = baseline.table({"baseline_rev": "e5f4704", "rows": [row]}).splitlines()
+    assert "| cfs | e5f4704 | 8.00 (7.50–8.50) | 1.000× |" in lines
+    assert "| cfs | this tree | 7.60 (7.00–8.00) | 0.950× |" in lines
+
+
+def test_a_negative_cpu_time_count_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert baseline.main(["HEAD", "--cpu-time", "-1"]) == 2
+    assert "--cpu-time" in capsys.readouterr().err
