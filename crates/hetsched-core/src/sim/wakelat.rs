@@ -6,8 +6,11 @@ use crate::os::TaskId;
 use crate::time::SimTime;
 
 /// Per task: when its pending wake-up happened; and every latency so far
-/// (ns) with its task, in one log (12 bytes a wake-up: appending to one
-/// log is cheaper on the engine's hot path than to one array per task).
+/// (ns) with its task, in one log (8 bytes a wake-up: appending to one
+/// log is cheaper on the engine's hot path than to one array per task, and
+/// a run's memory grows by its log, so it is kept small: a latency of 2^32
+/// ns (4.3 s) or more, rare, is logged as `u32::MAX` with its value in
+/// `long`).
 /// The log is a list of fixed-size chunks, so that it never moves what it
 /// holds as it grows (growing one array by doubling copied it, about 7
 /// instructions per event of a long run).
@@ -19,6 +22,8 @@ pub struct WakeLat {
     count: Vec<u32>,
     /// Full chunks, then the one being filled (last).
     chunks: Vec<Chunk>,
+    /// The latencies logged as `u32::MAX`, in the order they happened.
+    long: Vec<u64>,
 }
 
 /// Entries of one chunk of the log.
@@ -27,7 +32,7 @@ const CHUNK: usize = 1 << 14;
 #[derive(Clone, Debug)]
 struct Chunk {
     task: Vec<u32>,
-    lat: Vec<u64>,
+    lat: Vec<u32>,
 }
 
 impl WakeLat {
@@ -47,11 +52,18 @@ impl WakeLat {
         let Some(w) = self.since.get_mut(t).and_then(Option::take) else {
             return;
         };
-        let lat = now.0.saturating_sub(w.0);
+        let ns = now.0.saturating_sub(w.0);
         // `since` and `count` grow together: `t` has a count.
         if let Some(n) = self.count.get_mut(t) {
             *n += 1;
         }
+        let lat = match u32::try_from(ns) {
+            Ok(l) if l < u32::MAX => l,
+            _ => {
+                self.long.push(ns);
+                u32::MAX
+            }
+        };
         match self.chunks.last_mut() {
             Some(c) if c.task.len() < CHUNK => {
                 c.task.push(t as u32);
@@ -63,7 +75,7 @@ impl WakeLat {
 
     #[cold]
     #[inline(never)]
-    fn new_chunk(&mut self, t: TaskId, lat: u64) {
+    fn new_chunk(&mut self, t: TaskId, lat: u32) {
         let mut c = Chunk {
             task: Vec::with_capacity(CHUNK),
             lat: Vec::with_capacity(CHUNK),
@@ -90,8 +102,14 @@ impl WakeLat {
         // Where the next sample of each task goes.
         let mut at: Vec<usize> = start[..ntasks].to_vec();
         let mut lat = vec![0u64; total];
+        let mut long = self.long.iter().copied();
         for c in &self.chunks {
             for (&t, &l) in c.task.iter().zip(&c.lat) {
+                let l = if l == u32::MAX {
+                    long.next().unwrap_or(u64::from(l))
+                } else {
+                    u64::from(l)
+                };
                 if let Some(i) = at.get_mut(t as usize) {
                     lat[*i] = l;
                     *i += 1;
@@ -149,6 +167,20 @@ mod tests {
         assert_eq!(per.task(0), [500]);
         assert!(per.task(1).is_empty());
         assert!(per.task(4).is_empty());
+    }
+
+    #[test]
+    fn latencies_of_four_seconds_and_more_are_kept_whole() {
+        let mut w = WakeLat::default();
+        let long = [u64::from(u32::MAX) - 1, u64::from(u32::MAX), 5 << 32, 7];
+        for (i, &l) in long.iter().enumerate() {
+            let t = i % 2;
+            w.woke(t, SimTime(1_000));
+            w.ran(t, SimTime(1_000 + l));
+        }
+        let per = w.per_task(2);
+        assert_eq!(per.task(0), [long[0], long[2]]);
+        assert_eq!(per.task(1), [long[1], long[3]]);
     }
 
     #[test]
