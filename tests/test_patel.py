@@ -44,9 +44,11 @@ def test_benchmarks_have_the_thesis_character(name: str) -> None:
         # The SPEC programs never wait (mcf's low IPS is memory stalls):
         # utilisation 1.
         assert util > 0.99, util
-    # Every cycle is as long as the trial's control completion times say.
+    # Every cycle is a fifth of the program's instructions fitted to the
+    # Algorithm 1 trial's runs (Tables 2-3), at its 2.3 GHz rate.
     if name != "nonpuintensive":
-        assert wall == pytest.approx(P.cycle_s(None) * P.WORK_SCALE["quick"], rel=1e-4)
+        instr = P.fitted_instructions(None)[name] * 1e9 / P.CYCLES * P.WORK_SCALE["quick"]
+        assert wall == pytest.approx(instr / (P.TABLE2_CONTROL_IPS[name] * 1e9), rel=1e-4)
     # IPS at 2.3 GHz: the SPEC programs reproduce Table 2's control values
     # they were calibrated on.
     ips = float(t["instructions"]) / wall
@@ -104,6 +106,22 @@ def test_cycle_lengths_come_from_the_control_runs() -> None:
     }
     with pytest.raises(ValueError, match="unknown priority trial"):
         P.benchmark("gcc", trial="static")
+
+
+def test_algorithm1_lengths_fit_the_thesis_runs() -> None:
+    # Instructions over the published instructions/s of each process add up,
+    # in each of Tasks 1-3's six runs (Tables 2-3), to the number of
+    # processes times the published average completion time.
+    n = P.fitted_instructions(None)
+    assert n is not None and all(v > 0 for v in n.values())
+    for ips, mean_s in P._length_runs(None):
+        fit = sum(n[P._base(p)] / v for p, v in ips.items()) / len(ips)
+        assert fit == pytest.approx(mean_s, rel=0.015)
+    # A program's cycle is a fifth of its instructions at its 2.3 GHz rate.
+    gcc = P.benchmark("gcc")
+    assert gcc["work_ms"] == pytest.approx(n["gcc"] / 5 / 1.109 * 1e3, abs=1e-3)
+    # The two-digit priority trials keep one length for every program.
+    assert all(P.fitted_instructions(t) is None for t in P.PRIORITIES)
 
 
 def _noncpu_finish(n: int, nice: int) -> float:

@@ -91,13 +91,83 @@ def control_completion_s(trial: str | None, n: int) -> float:
     return txw * 1e3 / watts
 
 
+def _length_runs(trial: str | None) -> list[tuple[dict[str, float], float]]:
+    """The runs that fix the programs' lengths in a priority trial: for
+    Tasks 1-3, test and control, each process's instructions/s (10^9/s;
+    Table 2, or Tables 9-11) and the run's average process completion time
+    (s; Table 3, or Tables 12-14: time x watts over watts, the watts being
+    performance over performance per watt)."""
+    ips = TABLE2 if trial is None else TABLE9_11[trial]
+    tasks = METRIC_TABLES[("1", None) if trial is None else ("2", trial)][1]
+    runs = []
+    for n in (1, 2, 3):
+        for g in (0, 1):  # test, control
+            m = tasks[n]
+            watts = m["performance"][g] * 1e9 / (m["perf_per_w"][g] * 1e6)
+            mean_s = m["time_x_w"][g] * 1e3 / watts
+            runs.append(({p: v[g] for p, v in ips[n].items()}, mean_s))
+    return runs
+
+
+LENGTH_PROGRAMS = ("bzip2", "gcc", "mcf", "sjeng", "nonpuintensive")
+#: The trials whose runs fix each program's length. Only the Algorithm 1
+#: trial's (Tables 2 and 3, three decimals): moving every published value by
+#: up to half its last digit moves its five lengths by under 5 %. The
+#: priority trials' two-digit tables do not: static priorities with
+#: nonpuintensive higher (Tables 9, 12) leave mcf anywhere from 3 to 15 x
+#: 10^9 instructions, and the other two admit no positive set of lengths
+#: (sjeng, or mcf, comes out negative). Those trials keep one length for
+#: every program (:func:`cycle_s`).
+LENGTH_FIT_TRIALS: tuple[str | None, ...] = (None,)
+
+
+@functools.cache
+def fitted_instructions(trial: str | None) -> dict[str, float] | None:
+    """Each program's instructions over its five cycles (10^9), from the
+    thesis's own runs of the ``trial``: a process's instructions/s is its
+    instructions over its completion time, so in every run the processes'
+    instructions over their published instructions/s add up to the number
+    of processes times the published average completion time
+    (:func:`_length_runs`): six runs, five unknowns, solved by non-negative
+    least squares. ``None`` when the runs admit no set of five positive
+    lengths, and for a trial not in :data:`LENGTH_FIT_TRIALS`."""
+    import itertools
+
+    import numpy as np
+
+    if trial not in LENGTH_FIT_TRIALS:
+        return None
+    rows, rhs = [], []
+    for ips, mean_s in _length_runs(trial):
+        row = [0.0] * len(LENGTH_PROGRAMS)
+        for p, v in ips.items():
+            row[LENGTH_PROGRAMS.index(_base(p))] += 1.0 / v
+        rows.append(row)
+        rhs.append(len(ips) * mean_s)
+    a, b = np.array(rows), np.array(rhs)
+    best: tuple[float, Any] | None = None
+    k = len(LENGTH_PROGRAMS)
+    for size in range(1, k + 1):  # non-negative least squares over every support
+        for support in itertools.combinations(range(k), size):
+            sol = np.linalg.lstsq(a[:, support], b, rcond=None)[0]
+            if (sol <= 0).any():
+                continue
+            x = np.zeros(k)
+            x[list(support)] = sol
+            res = float(np.linalg.norm(a @ x - b))
+            if best is None or res < best[0]:
+                best = (res, x)
+    if best is None or (best[1] <= 0).any():
+        return None
+    return {p: float(v) for p, v in zip(LENGTH_PROGRAMS, best[1], strict=True)}
+
+
 def cycle_s(trial: str | None) -> float:
     """Length of one cycle of every benchmark, s, alone on a core under the
-    control group's conditions: the mean of Tasks 1 and 2's average control
-    completion times over five cycles. The thesis gives no per-process
-    length, only these averages; taking the processes of a task as equally
-    long is the assumption that fits both tasks of a trial at once (Table 3:
-    180.0 s and 169.3 s)."""
+    control group's conditions, in a trial whose runs do not fix each
+    program's length (:func:`fitted_instructions`): the mean of Tasks 1 and
+    2's average control completion times over five cycles, every process of
+    a task taken as equally long."""
     return sum(control_completion_s(trial, n) for n in (1, 2)) / 2 / CYCLES
 
 
@@ -216,8 +286,9 @@ def benchmark(
 ) -> dict[str, Any]:
     """One benchmark (a key of :data:`BENCHMARKS` or ``"nonpuintensive"``) as
     a program dict (the scenario-file schema) named ``label`` (default
-    ``name``), restarted until it completed five times, each cycle as long
-    as :func:`cycle_s` of the priority ``trial``. ``nice`` is a value, or
+    ``name``), restarted until it completed five times, each cycle a fifth
+    of its :func:`fitted_instructions` in the Algorithm 1 trial, and as long
+    as :func:`cycle_s` of a priority ``trial``. ``nice`` is a value, or
     ``(first, last)`` for Patel's dynamic priorities (first for three cycles,
     last for two)."""
     if name != NONCPU_NAME and name not in BENCHMARKS:
@@ -230,13 +301,18 @@ def benchmark(
         raise ValueError(f"unknown priority trial {trial!r}; known: {known}")
     label = label or name
     first, last = nice if isinstance(nice, tuple) else (nice, nice)
+    fitted = fitted_instructions(trial)
     length_s = cycle_s(trial) * WORK_SCALE[scale]
     prog: dict[str, Any]
     if name == NONCPU_NAME:
         # Instructions per cycle at the control's Task 1 rate, in bursts of
         # compute_ms at 2.3 GHz.
         per_burst = NONCPU["ipc"] * REF_GHZ * 1e9 * NONCPU["compute_ms"] * 1e-3
-        loops = max(1, round(NONCPU["control_ips"] * 1e9 * length_s / per_burst))
+        if fitted is not None:
+            instr = fitted[NONCPU_NAME] * 1e9 / CYCLES * WORK_SCALE[scale]
+        else:
+            instr = NONCPU["control_ips"] * 1e9 * length_s
+        loops = max(1, round(instr / per_burst))
         prog = {
             "name": label,
             "kind": "phases",
@@ -249,6 +325,9 @@ def benchmark(
         }
     else:
         b = BENCHMARKS[name]
+        if fitted is not None:
+            # Its instructions per cycle at its 2.3 GHz rate (Table 2 control).
+            length_s = fitted[name] / CYCLES / TABLE2_CONTROL_IPS[name] * WORK_SCALE[scale]
         prog = {
             "name": label,
             "kind": "sequential",
@@ -670,14 +749,42 @@ for _key, _tasks in TIME_X_W.items():
 
 
 def _length_calibration(prio: str | None, n: int, group: str, key: str) -> tuple[str, str] | None:
-    """The calibration behind a time x watt row: the control group's Tasks 1
-    and 2 set the trial's cycle length."""
-    if key != "time_x_w" or group != "control" or n not in (1, 2):
+    """The calibration behind a time x watt row: where the trial's own runs
+    fix each program's length (:func:`fitted_instructions`), the six runs of
+    Tasks 1-3 set them; otherwise the control group's Tasks 1 and 2 set the
+    trial's one cycle length."""
+    if key != "time_x_w":
+        return None
+    trial = PRIORITY_LABEL[prio] if prio else "Algorithm 1"
+    fitted = fitted_instructions(prio)
+    if fitted is not None:
+        if n not in (1, 2, 3):
+            return None
+        lengths = ", ".join(f"{_short([p])} {v:.0f}" for p, v in fitted.items())
+        return (
+            f"program lengths of the {trial} trial (10^9 instructions: {lengths}; "
+            f"{LENGTH_TABLES[prio]} and its instructions/s table, Tasks 1-3, both groups)",
+            "the lengths are fitted to this and the other five runs' average completion times",
+        )
+    if group != "control" or n not in (1, 2):
         return None
     return (
-        f"cycle length of the {PRIORITY_LABEL[prio] if prio else 'Algorithm 1'} trial "
+        f"cycle length of the {trial} trial "
         f"({cycle_s(prio):.2f} s, {LENGTH_TABLES[prio]} control, Tasks 1-2)",
         "the mean of this and the other task's control completion times sets the programs' lengths",
+    )
+
+
+def _improvement_calibration(prio: str | None, n: int, key: str) -> tuple[str, str] | None:
+    """A time x watt improvement is fixed by the two time x watt values it
+    compares: where both set the programs' lengths, it is a calibration point."""
+    cal = _length_calibration(prio, n, "test", key)
+    if cal is None:
+        return None
+    return (
+        cal[0],
+        "the lengths are fitted to the average completion times of both groups, "
+        "which with their watts fix this improvement",
     )
 
 
@@ -776,16 +883,17 @@ def improvement_rows(
     for key, claim in IMP_CLAIMS.items():
         if key not in published:
             continue
-        rows.append(
-            _sign_row(
-                rid,
-                f"{table}, {label}, Task {n}: {claim}",
-                published[key],
-                imp[key],
-                (notes or {}).get(key, ""),
-                margin=improvement_margin(n, scale, algo, prio, key),
-            )
+        row = _sign_row(
+            rid,
+            f"{table}, {label}, Task {n}: {claim}",
+            published[key],
+            imp[key],
+            (notes or {}).get(key, ""),
+            margin=improvement_margin(n, scale, algo, prio, key),
         )
+        if algo in ("1", "2"):
+            row.calibrated_by = _improvement_calibration(prio, n, key)
+        rows.append(row)
     return rows
 
 
