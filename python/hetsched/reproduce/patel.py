@@ -67,38 +67,98 @@ CYCLES = 5  # "restarted once they finished until each benchmark completed execu
 # simulated (``quick`` runs a tenth, for tests).
 WORK_SCALE = {"full": 1.0, "quick": 0.1}
 
-#: Table 3 and Tables 12-14, control group, Tasks 1 and 2: (performance,
-#: 10^9 instructions/s; performance per watt, 10^6 (instructions/s)/W;
-#: average process completion time x watts, 10^3 s W), per priority trial
-#: (None: the Algorithm 1 trial). With at most 5 processes on 8 cores each
-#: process ran alone on a core, so these runs give the programs' lengths.
-CONTROL_T12: dict[str | None, dict[int, tuple[float, float, float]]] = {
-    None: {1: (1.441, 10.004, 25.921), 2: (1.313, 8.361, 26.590)},  # Table 3
-    "static-high": {1: (1.49, 10.79, 17.35), 2: (1.38, 8.76, 20.85)},  # Table 12
-    "static-low": {1: (1.45, 10.36, 67.72), 2: (1.36, 8.41, 53.29)},  # Table 13
-    "dynamic": {1: (1.47, 10.26, 18.19), 2: (1.36, 8.57, 21.29)},  # Table 14
-}
+#: The priority trials: ``None`` is the Algorithm 1 trial (nice 0), the
+#: others are keys of :data:`PRIORITIES`; each ran its own program lengths.
+TRIALS: tuple[str | None, ...] = (None, "static-high", "static-low", "dynamic")
 LENGTH_TABLES = {None: "Table 3", "static-high": "Table 12", "static-low": "Table 13",
                  "dynamic": "Table 14"}  # fmt: skip
 
 
-def control_completion_s(trial: str | None, n: int) -> float:
-    """The control group's average process completion time (five cycles) of
-    Task ``n`` (1 or 2) in a priority trial: time x watts over watts, the
-    watts being performance over performance per watt."""
-    perf, ppw, txw = CONTROL_T12[trial][n]
-    watts = perf * 1e9 / (ppw * 1e6)
-    return txw * 1e3 / watts
+def _length_runs(trial: str | None) -> list[tuple[dict[str, float], float]]:
+    """The runs that fix the programs' lengths in a priority trial: for
+    Tasks 1-3, test and control, each process's instructions/s (10^9/s;
+    Table 2, or Tables 9-11) and the run's average process completion time
+    (s; Table 3, or Tables 12-14: time x watts over watts, the watts being
+    performance over performance per watt)."""
+    ips = TABLE2 if trial is None else TABLE9_11[trial]
+    tasks = METRIC_TABLES[("1", None) if trial is None else ("2", trial)][1]
+    runs = []
+    for n in (1, 2, 3):
+        for g in (0, 1):  # test, control
+            m = tasks[n]
+            watts = m["performance"][g] * 1e9 / (m["perf_per_w"][g] * 1e6)
+            mean_s = m["time_x_w"][g] * 1e3 / watts
+            runs.append(({p: v[g] for p, v in ips[n].items()}, mean_s))
+    return runs
 
 
-def cycle_s(trial: str | None) -> float:
-    """Length of one cycle of every benchmark, s, alone on a core under the
-    control group's conditions: the mean of Tasks 1 and 2's average control
-    completion times over five cycles. The thesis gives no per-process
-    length, only these averages; taking the processes of a task as equally
-    long is the assumption that fits both tasks of a trial at once (Table 3:
-    180.0 s and 169.3 s)."""
-    return sum(control_completion_s(trial, n) for n in (1, 2)) / 2 / CYCLES
+LENGTH_PROGRAMS = ("bzip2", "gcc", "mcf", "sjeng", "nonpuintensive")
+#: The trials whose runs fix each program's length. Only the Algorithm 1
+#: trial's (Tables 2 and 3, three decimals): moving every published value by
+#: up to half its last digit moves its five lengths by under 5 %. The
+#: priority trials' two-digit tables do not: static priorities with
+#: nonpuintensive higher (Tables 9, 12) leave mcf anywhere from 3 to 15 x
+#: 10^9 instructions, and the other two admit no positive set of lengths
+#: (sjeng, or mcf, comes out negative). They do fix two: one time for the
+#: four SPEC programs and the non-CPU-intensive program's instructions
+#: (:func:`fitted_instructions`).
+LENGTH_FIT_TRIALS: tuple[str | None, ...] = (None,)
+
+
+@functools.cache
+def fitted_instructions(trial: str | None) -> dict[str, float]:
+    """Each program's instructions over its five cycles (10^9), from the
+    thesis's own runs of the ``trial``: a process's instructions/s is its
+    instructions over its completion time, so in every run the processes'
+    instructions over their published instructions/s add up to the number
+    of processes times the published average completion time
+    (:func:`_length_runs`). Six runs; in a trial of
+    :data:`LENGTH_FIT_TRIALS` five unknowns, solved by non-negative least
+    squares; in the others two, by least squares: one time at 2.3 GHz for
+    the four SPEC programs (each its Table 2 control rate times that time)
+    and the non-CPU-intensive program's instructions."""
+    import itertools
+
+    import numpy as np
+
+    runs = _length_runs(trial)
+    rhs = np.array([len(ips) * mean_s for ips, mean_s in runs])
+    if trial not in LENGTH_FIT_TRIALS:
+        rows = []
+        for ips, _ in runs:
+            row = [0.0, 0.0]
+            for p, v in ips.items():
+                base = _base(p)
+                if base == NONCPU_NAME:
+                    row[1] += 1.0 / v
+                else:
+                    row[0] += TABLE2_CONTROL_IPS[base] / v
+            rows.append(row)
+        spec_s, noncpu = np.linalg.lstsq(np.array(rows), rhs, rcond=None)[0]
+        if spec_s <= 0 or noncpu <= 0:
+            raise ValueError(f"trial {trial!r}: its runs give no positive lengths")
+        out = {p: float(spec_s * ips) for p, ips in TABLE2_CONTROL_IPS.items()}
+        out[NONCPU_NAME] = float(noncpu)
+        return out
+    a = np.zeros((len(runs), len(LENGTH_PROGRAMS)))
+    for i, (ips, _) in enumerate(runs):
+        for p, v in ips.items():
+            a[i, LENGTH_PROGRAMS.index(_base(p))] += 1.0 / v
+    best: tuple[float, Any] | None = None
+    k = len(LENGTH_PROGRAMS)
+    for size in range(1, k + 1):  # non-negative least squares over every support
+        for support in itertools.combinations(range(k), size):
+            sol = np.linalg.lstsq(a[:, support], rhs, rcond=None)[0]
+            if (sol <= 0).any():
+                continue
+            x = np.zeros(k)
+            x[list(support)] = sol
+            res = float(np.linalg.norm(a @ x - rhs))
+            if best is None or res < best[0]:
+                best = (res, x)
+    if best is None or (best[1] <= 0).any():
+        raise ValueError(f"trial {trial!r}: its runs give no positive lengths")
+    return {p: float(v) for p, v in zip(LENGTH_PROGRAMS, best[1], strict=True)}
 
 
 @dataclass(frozen=True)
@@ -165,18 +225,30 @@ BENCHMARKS: dict[str, Benchmark] = {
 
 #: Patel's own non-CPU-intensive C program (l. 1271): bursts of computation
 #: separated by sleeps (I/O), utilisation below 50 % (the thesis's definition
-#: of "not CPU intensive", l. 545-549). Its burst, sleep and IPC are
-#: assumptions: 25 ms of work and 35 ms asleep (42 % busy at 2.3 GHz),
-#: IPC 1.5 (a simple integer loop). Its length, like the others', is
-#: :func:`cycle_s` at the control's Task 1 rate (Table 2: 0.601 x 10^9/s).
+#: of "not CPU intensive", l. 545-549). Its burst and sleep are assumptions:
+#: 25 ms of work and 35 ms asleep (42 % busy at 2.3 GHz). Its IPC is
+#: calibrated, like the SPEC programs', on Table 2's control rate of Task 1
+#: (0.601 x 10^9/s): alone on an idle machine, the control's ondemand holds
+#: its core at 800 MHz (67 % busy there, below the 95 % up-threshold), where
+#: a burst takes 2.875 times as long, so IPC = 0.601 x (71.875 + 35) /
+#: (2.3 x 25) = 1.117. An IPC of 1.5 (an assumed integer loop), as earlier,
+#: cannot run it below 0.808 x 10^9/s at any clock, under every control
+#: rate the thesis measured in Tasks 1-2 (0.60-0.68 in all four trials).
+#: Its length is :func:`fitted_instructions`.
+NONCPU_SLOW_MHZ = 800.0
 NONCPU = {
     "compute_ms": 25.0,
     "sleep_ms": 35.0,
-    "ipc": 1.5,
     "control_ips": 0.601,
     "miss_ratio": 0.0005,
     "working_set_kb": 64.0,
 }
+NONCPU["ipc"] = round(
+    NONCPU["control_ips"]
+    * (NONCPU["compute_ms"] * REF_GHZ * 1e3 / NONCPU_SLOW_MHZ + NONCPU["sleep_ms"])
+    / (REF_GHZ * NONCPU["compute_ms"]),
+    6,
+)
 NONCPU_NAME = "nonpuintensive"
 
 #: Table 1: each task's benchmarks, with instance counts.
@@ -216,8 +288,9 @@ def benchmark(
 ) -> dict[str, Any]:
     """One benchmark (a key of :data:`BENCHMARKS` or ``"nonpuintensive"``) as
     a program dict (the scenario-file schema) named ``label`` (default
-    ``name``), restarted until it completed five times, each cycle as long
-    as :func:`cycle_s` of the priority ``trial``. ``nice`` is a value, or
+    ``name``), restarted until it completed five times, each cycle a fifth
+    of its :func:`fitted_instructions` in the Algorithm 1 trial, and as long
+    in the priority ``trial``. ``nice`` is a value, or
     ``(first, last)`` for Patel's dynamic priorities (first for three cycles,
     last for two)."""
     if name != NONCPU_NAME and name not in BENCHMARKS:
@@ -225,18 +298,19 @@ def benchmark(
         raise ValueError(f"unknown benchmark {name!r}; known: {known}")
     if scale not in WORK_SCALE:
         raise ValueError(f"unknown scale {scale!r}; expected full or quick")
-    if trial not in CONTROL_T12:
-        known = ", ".join(str(k) for k in CONTROL_T12)
+    if trial not in TRIALS:
+        known = ", ".join(str(k) for k in TRIALS)
         raise ValueError(f"unknown priority trial {trial!r}; known: {known}")
     label = label or name
     first, last = nice if isinstance(nice, tuple) else (nice, nice)
-    length_s = cycle_s(trial) * WORK_SCALE[scale]
+    fitted = fitted_instructions(trial)
     prog: dict[str, Any]
     if name == NONCPU_NAME:
         # Instructions per cycle at the control's Task 1 rate, in bursts of
         # compute_ms at 2.3 GHz.
         per_burst = NONCPU["ipc"] * REF_GHZ * 1e9 * NONCPU["compute_ms"] * 1e-3
-        loops = max(1, round(NONCPU["control_ips"] * 1e9 * length_s / per_burst))
+        instr = fitted[NONCPU_NAME] * 1e9 / CYCLES * WORK_SCALE[scale]
+        loops = max(1, round(instr / per_burst))
         prog = {
             "name": label,
             "kind": "phases",
@@ -249,6 +323,8 @@ def benchmark(
         }
     else:
         b = BENCHMARKS[name]
+        # Its instructions per cycle at its 2.3 GHz rate (Table 2 control).
+        length_s = fitted[name] / CYCLES / TABLE2_CONTROL_IPS[name] * WORK_SCALE[scale]
         prog = {
             "name": label,
             "kind": "sequential",
@@ -649,9 +725,9 @@ METRIC_UNITS = {
     "time_x_w": (1e3, "10^3 s W"),
 }
 #: The time x watt rows of the same tables: average process completion time
-#: (five cycles) x watts, 10^3 s W, (test, control). The control values of
-#: Tasks 1 and 2 set each trial's program lengths (:func:`cycle_s`): they
-#: are calibration points; the others are predictions.
+#: (five cycles) x watts, 10^3 s W, (test, control). Those of Tasks 1-3 set
+#: each trial's program lengths (:func:`fitted_instructions`): they are
+#: calibration points; Task 4's are predictions.
 TIME_X_W: dict[tuple[str, str | None], dict[int, tuple[float, float]]] = {
     ("1", None): {1: (22.691, 25.921), 2: (26.060, 26.590), 3: (27.875, 21.579),
                   4: (37.398, 38.607)},
@@ -670,14 +746,31 @@ for _key, _tasks in TIME_X_W.items():
 
 
 def _length_calibration(prio: str | None, n: int, group: str, key: str) -> tuple[str, str] | None:
-    """The calibration behind a time x watt row: the control group's Tasks 1
-    and 2 set the trial's cycle length."""
-    if key != "time_x_w" or group != "control" or n not in (1, 2):
+    """The calibration behind a time x watt row: the six runs of Tasks 1-3
+    set the trial's program lengths (:func:`fitted_instructions`)."""
+    if key != "time_x_w" or n not in (1, 2, 3):
+        return None
+    trial = PRIORITY_LABEL[prio] if prio else "Algorithm 1"
+    fitted = fitted_instructions(prio)
+    lengths = ", ".join(f"{_short([p])} {v:.0f}" for p, v in fitted.items())
+    tables = f"{LENGTH_TABLES[prio]} and {'Table 2' if prio is None else IPS_TABLES[prio]}"
+    return (
+        f"program lengths of the {trial} trial (10^9 instructions: {lengths}; "
+        f"{tables}, Tasks 1-3, both groups)",
+        "the lengths are fitted to this and the other five runs' average completion times",
+    )
+
+
+def _improvement_calibration(prio: str | None, n: int, key: str) -> tuple[str, str] | None:
+    """A time x watt improvement is fixed by the two time x watt values it
+    compares: where both set the programs' lengths, it is a calibration point."""
+    cal = _length_calibration(prio, n, "test", key)
+    if cal is None:
         return None
     return (
-        f"cycle length of the {PRIORITY_LABEL[prio] if prio else 'Algorithm 1'} trial "
-        f"({cycle_s(prio):.2f} s, {LENGTH_TABLES[prio]} control, Tasks 1-2)",
-        "the mean of this and the other task's control completion times sets the programs' lengths",
+        cal[0],
+        "the lengths are fitted to the average completion times of both groups, "
+        "which with their watts fix this improvement",
     )
 
 
@@ -776,16 +869,17 @@ def improvement_rows(
     for key, claim in IMP_CLAIMS.items():
         if key not in published:
             continue
-        rows.append(
-            _sign_row(
-                rid,
-                f"{table}, {label}, Task {n}: {claim}",
-                published[key],
-                imp[key],
-                (notes or {}).get(key, ""),
-                margin=improvement_margin(n, scale, algo, prio, key),
-            )
+        row = _sign_row(
+            rid,
+            f"{table}, {label}, Task {n}: {claim}",
+            published[key],
+            imp[key],
+            (notes or {}).get(key, ""),
+            margin=improvement_margin(n, scale, algo, prio, key),
         )
+        if algo in ("1", "2"):
+            row.calibrated_by = _improvement_calibration(prio, n, key)
+        rows.append(row)
     return rows
 
 
@@ -944,17 +1038,26 @@ def _ips_calibration(
     fitted run (the process ran alone on a core at 2.3 GHz, so it returns the
     fit, within 0.5 %)."""
     base = _base(name)
-    if base not in IPC_SOURCES:
+    if base == NONCPU_NAME:
+        source, clock = 1, "800 MHz"
+        param = (
+            f"IPC of {base} (Table 2 control, Task 1: {NONCPU['control_ips']:g} x 10^9/s "
+            "at 800 MHz)"
+        )
+    elif base in IPC_SOURCES:
+        source, clock = IPC_SOURCES[base], "2.3 GHz"
+        param = (
+            f"IPC of {base} (Table 2 control, Task {source}: {TABLE2_CONTROL_IPS[base]:g} x 10^9/s)"
+        )
+    else:
         return None
-    source = IPC_SOURCES[base]
-    param = f"IPC of {base} (Table 2 control, Task {source}: {TABLE2_CONTROL_IPS[base]:g} x 10^9/s)"
-    if table == "Table 2" and group == "control" and n == source:
+    if table == "Table 2" and group == "control" and n == source and name == base:
         return (param, "fitted to this published value")
     fitted_run = measure(source, scale, "control").ips[base] / 1e9
     if abs(sim_e9 - fitted_run) <= 0.005 * fitted_run:
         return (
             param,
-            "the process ran alone on a core at 2.3 GHz, as in the fitted run, so its "
+            f"the process ran alone on a core at {clock}, as in the fitted run, so its "
             f"instructions/s is the fitted run's {fitted_run:.3f} by construction",
         )
     return None
@@ -1106,24 +1209,33 @@ def patel_alg34(scale: str) -> list[Row]:
                 getattr(measure(4, scale, over, "dynamic"), attr),
             )
             over_label = "the control group" if over == "control" else f"Algorithm {over}"
-            rows.append(
-                _sign_row(
-                    "patel-alg34",
-                    f"{tab}, Task 4, dynamic priorities: reduction of {what} by "
-                    f"Algorithm {algo} over {over_label}, %",
-                    pub,
-                    per_seed[0],
-                    f"{what}: {counts[0]:.4g} vs {counts[1]:.4g}"
-                    + (
-                        "; the model counts each program's cache references and misses as "
-                        "fixed shares of its instructions (a refill after a migration costs "
-                        "time, not counted misses), so no placement changes them"
-                        if tab == "Table 21"
-                        else ""
-                    ),
-                    margin=trend_margin(per_seed, floor=100.0 * TREND_FLOOR),
-                )
+            # Counts that are fixed shares of the instructions are the same
+            # under every policy (each runs every program to its end): the
+            # model cannot predict a reduction, so the row is not a prediction.
+            fixed = tab == "Table 21" and abs(counts[0] - counts[1]) <= 1e-9 * max(counts)
+            row = _sign_row(
+                "patel-alg34",
+                f"{tab}, Task 4, dynamic priorities: reduction of {what} by "
+                f"Algorithm {algo} over {over_label}, %",
+                pub,
+                per_seed[0],
+                f"{what}: {counts[0]:.4g} vs {counts[1]:.4g}"
+                + (
+                    "; the model counts each program's cache references and misses as "
+                    "fixed shares of its instructions (a refill after a migration costs "
+                    "time, not counted misses), so no placement changes them"
+                    if tab == "Table 21"
+                    else ""
+                ),
+                margin=trend_margin(per_seed, floor=100.0 * TREND_FLOOR),
             )
+            if fixed:
+                row.follows_from = (
+                    "the programs' instructions, of which each program's cache references "
+                    "and misses are fixed shares: every policy runs the same instructions, "
+                    "so the counts are equal by construction"
+                )
+            rows.append(row)
     return rows
 
 
@@ -1159,6 +1271,14 @@ def _base(name: str) -> str:
     """The benchmark of a process name (``gcc-2`` → ``gcc``)."""
     head, _, tail = name.rpartition("-")
     return head if head and tail.isdigit() else name
+
+
+def _by_program(order: Sequence[str]) -> list[str]:
+    """A completion order with the instances of one program named by the
+    program: Task 3's four nonpuintensive instances run the same program at
+    the same nice value, so which of them finishes first is not an order
+    that nice values set (Tables 5-7 list them by instance number)."""
+    return [_base(p) for p in order]
 
 
 def _groups_hold(m: Measured, groups: tuple[list[str], list[str]]) -> bool:
@@ -1223,8 +1343,10 @@ def patel_order(scale: str) -> list[Row]:
                         f"{PRIORITY_LABEL[kind]}",
                         published=_short(pub),
                         simulated=_short(m.order),
-                        tolerance="exact",
-                        verdict=verdict_trend(m.order == pub),
+                        tolerance="exact (instances of one program interchangeable)"
+                        if n == 3
+                        else "exact",
+                        verdict=verdict_trend(_by_program(m.order) == _by_program(pub)),
                         follows_from=_control_order_basis(n, scale, kind)
                         if group == "control"
                         else None,
@@ -1232,7 +1354,7 @@ def patel_order(scale: str) -> list[Row]:
                         + ", ".join(f"{k}={m.finish_s[k]:.2f}" for k in m.order)
                         + (
                             ""
-                            if m.order == pub
+                            if _by_program(m.order) == _by_program(pub)
                             else "; nice values only divide a core among the processes "
                             "queued on it, and with at most 8 processes on 8 cores "
                             "few share one, so the order follows the programs' "
@@ -1240,15 +1362,16 @@ def patel_order(scale: str) -> list[Row]:
                         ),
                     )
                 )
+            same = _by_program(test.order) == _by_program(control.order)
             rows.append(
                 Row(
                     id="patel-order",
                     claim=f"{TABLES[kind]}, Task {n}: Algorithm 2 completes in the same "
                     "order as the control group",
                     published="same",
-                    simulated="same" if test.order == control.order else "different",
+                    simulated="same" if same else "different",
                     tolerance="exact",
-                    verdict=verdict_trend(test.order == control.order),
+                    verdict=verdict_trend(same),
                     note=f"Algorithm 2: {_short(test.order)}; control: {_short(control.order)}",
                 )
             )
