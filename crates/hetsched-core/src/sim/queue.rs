@@ -47,14 +47,20 @@ use std::collections::BinaryHeap;
 /// 7. the end of the run.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
-#[allow(missing_docs)]
 pub enum EventClass {
+    /// 1. Hardware state changes.
     Hardware = 0,
+    /// 2. Phase completions.
     Completion = 1,
+    /// 3. Wake-ups.
     Wake = 2,
+    /// 4. Policy timers.
     Timer = 3,
+    /// 5. Scheduler ticks.
     Tick = 4,
+    /// 6. Periodic samplers.
     Sample = 5,
+    /// 7. The end of the run.
     End = 6,
 }
 

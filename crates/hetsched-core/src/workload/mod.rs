@@ -18,14 +18,20 @@ use crate::time::SimTime;
 use std::sync::Arc;
 
 /// One operation of a thread.
-#[allow(missing_docs)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
-    /// Compute `work` reference nanoseconds with parameters `param` (index into
-    /// the program's parameter table).
-    Compute { work: f64, param: u32 },
+    /// Compute `work` reference nanoseconds with parameters `param`.
+    Compute {
+        /// Reference nanoseconds of work (at reference speed).
+        work: f64,
+        /// Index into the program's parameter table.
+        param: u32,
+    },
     /// Sleep (or wait for I/O) for a time.
-    Sleep { ns: u64 },
+    Sleep {
+        /// How long, ns.
+        ns: u64,
+    },
     /// Wait at the program's barrier.
     Barrier,
     /// Take chunks from the program's shared queue and compute them (each
@@ -36,35 +42,80 @@ pub enum Op {
     WaitPeriod,
     /// Busy for `ns` of wall time on whatever CPU and frequency, preempted
     /// or not (rt-app `runtime`).
-    RunFor { ns: u64 },
+    RunFor {
+        /// Wall time, ns.
+        ns: u64,
+    },
     /// Wait at the workload-wide barrier `name`: it opens when every live
     /// thread whose operations name it has arrived.
-    SharedBarrier { name: Arc<str> },
+    SharedBarrier {
+        /// The barrier's name.
+        name: Arc<str>,
+    },
     /// Take `mutex`, sleeping while another thread holds it.
-    Lock { mutex: Arc<str> },
+    Lock {
+        /// The mutex's name.
+        mutex: Arc<str>,
+    },
     /// Release `mutex`, handing it to its longest waiter.
-    Unlock { mutex: Arc<str> },
+    Unlock {
+        /// The mutex's name.
+        mutex: Arc<str>,
+    },
     /// Release `mutex`, wait for a signal on `cond`, take `mutex` again.
-    Wait { cond: Arc<str>, mutex: Arc<str> },
+    Wait {
+        /// The condition variable's name.
+        cond: Arc<str>,
+        /// The mutex's name.
+        mutex: Arc<str>,
+    },
     /// Wake the longest waiter of `cond`; lost if none waits.
-    Signal { cond: Arc<str> },
+    Signal {
+        /// The condition variable's name.
+        cond: Arc<str>,
+    },
     /// Wake every waiter of `cond`.
-    Broad { cond: Arc<str> },
+    Broad {
+        /// The condition variable's name.
+        cond: Arc<str>,
+    },
     /// Signal `cond`, then wait on it with `mutex` (rt-app `sync`).
-    SyncWait { cond: Arc<str>, mutex: Arc<str> },
+    SyncWait {
+        /// The condition variable's name.
+        cond: Arc<str>,
+        /// The mutex's name.
+        mutex: Arc<str>,
+    },
     /// Add one to the semaphore `sem`, or wake its longest waiter.
-    Post { sem: Arc<str> },
+    Post {
+        /// The semaphore's name.
+        sem: Arc<str>,
+    },
     /// Take one from the semaphore `sem`, sleeping while it is zero.
-    Pend { sem: Arc<str> },
+    Pend {
+        /// The semaphore's name.
+        sem: Arc<str>,
+    },
     /// Sleep until the next tick of the workload-wide periodic timer `name`
-    /// (period `period_ns`, absolute ticks from its first arrival).
-    Timer { name: Arc<str>, period_ns: u64 },
+    /// (absolute ticks from its first arrival).
+    Timer {
+        /// The timer's name.
+        name: Arc<str>,
+        /// Its period, ns.
+        period_ns: u64,
+    },
     /// sched_yield.
     Yield,
     /// Set the thread's affinity to these CPUs from here on.
-    Cpus { cpus: Arc<[usize]> },
+    Cpus {
+        /// The allowed CPUs.
+        cpus: Arc<[usize]>,
+    },
     /// Start a new instance of the program `program` (by name) now.
-    Fork { program: Arc<str> },
+    Fork {
+        /// The program's name.
+        program: Arc<str>,
+    },
 }
 
 /// Parameters of a compute phase.
