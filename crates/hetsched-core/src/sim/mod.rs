@@ -298,6 +298,9 @@ pub struct Engine {
     iw: idle_wait::IdleWait,
     /// Set when the progress callback stopped the run.
     interrupted: Option<Interrupt>,
+    /// Wall time between two progress/interrupt callbacks at most
+    /// ([`CHECK_WALL`] unless [`Engine::set_check_wall`] changed it).
+    check_wall: std::time::Duration,
     /// A program start still stepping its threads (program, next thread
     /// index): a start of more than [`START_CHUNK`] threads is done in
     /// chunks, between which the run loop may take a Ctrl-C.
@@ -470,6 +473,7 @@ impl Engine {
             dsq,
             iw: idle_wait::IdleWait::new(n),
             interrupted: None,
+            check_wall: CHECK_WALL,
             starting: None,
             jitter_dist: None,
         };
@@ -2129,6 +2133,7 @@ impl Engine {
         let mut next_clock = CLOCK_EVENTS;
         let mut last_cb_popped: u64 = 0;
         let mut last_cb_wall = std::time::Instant::now();
+        let check_wall = self.check_wall;
         // A run whose simulated time stops advancing is stuck in a loop of
         // zero-length work; it is stopped after `stall_limit` events at one
         // instant (more when the scenario has many tasks, whose wake-ups at
@@ -2144,7 +2149,7 @@ impl Engine {
             popped += 1;
             if popped >= next_clock {
                 next_clock = popped + CLOCK_EVENTS;
-                if popped - last_cb_popped >= CHECK_EVENTS || last_cb_wall.elapsed() >= CHECK_WALL {
+                if popped - last_cb_popped >= CHECK_EVENTS || last_cb_wall.elapsed() >= check_wall {
                     last_cb_popped = popped;
                     last_cb_wall = std::time::Instant::now();
                     if self.ask(&mut progress, end_s) {
@@ -2180,7 +2185,7 @@ impl Engine {
             // between them when `CHECK_WALL` has passed.
             if self.starting.is_some() {
                 while let Some((p, from)) = self.starting.take() {
-                    if last_cb_wall.elapsed() >= CHECK_WALL {
+                    if last_cb_wall.elapsed() >= check_wall {
                         last_cb_wall = std::time::Instant::now();
                         if self.ask(&mut progress, end_s) {
                             break;
@@ -2255,6 +2260,13 @@ impl Engine {
             let _ = cb(self.now.as_secs_f64(), end_s);
         }
         Ok(())
+    }
+
+    /// Ask the progress callback at most `d` of wall time apart (default
+    /// 50 ms) while events or a large program start keep the run busy; with
+    /// zero, at every chunk of a program start and every clock read.
+    pub fn set_check_wall(&mut self, d: std::time::Duration) {
+        self.check_wall = d;
     }
 
     /// The progress callback asked to stop (Ctrl-C): the run ends at the
