@@ -281,7 +281,9 @@ const TOP_KEPT: usize = 9;
 /// next; with few samples those are kept in one pass (along with the
 /// largest), otherwise their rank is put in place by a selection. The median
 /// is a selection of its rank.
-fn wake_quantiles(v: &mut [u64]) -> (Option<f64>, Option<f64>, Option<f64>) {
+fn wake_quantiles<T: Copy + Ord + Into<u64>>(
+    v: &mut [T],
+) -> (Option<f64>, Option<f64>, Option<f64>) {
     let n = v.len();
     let (Some((lo50, f50)), Some((lo99, f99))) = (rank(n, 0.5), rank(n, 0.99)) else {
         return (None, None, None);
@@ -289,7 +291,7 @@ fn wake_quantiles(v: &mut [u64]) -> (Option<f64>, Option<f64>, Option<f64>) {
     let kept = n - lo99;
     let (a99, next99, max) = if kept <= TOP_KEPT {
         // The `kept` largest so far, ascending.
-        let mut top = [0u64; TOP_KEPT];
+        let mut top = [v[0]; TOP_KEPT];
         let mut len = 0;
         for &x in v.iter() {
             if len < kept {
@@ -312,19 +314,19 @@ fn wake_quantiles(v: &mut [u64]) -> (Option<f64>, Option<f64>, Option<f64>) {
         (top[0], top[1.min(kept - 1)], top[kept - 1])
     } else {
         let (_, &mut a, above) = v.select_nth_unstable(lo99);
-        let (mut next, mut max) = (u64::MAX, a);
+        let (mut next, mut max) = (None, a);
         for &x in above.iter() {
-            next = next.min(x);
+            next = Some(next.map_or(x, |m: T| m.min(x)));
             max = max.max(x);
         }
-        (a, next, max)
+        (a, next.unwrap_or(a), max)
     };
-    let p99 = between(a99, next99, f99);
+    let p99 = between(a99.into(), next99.into(), f99);
     let (_, &mut a50, rest) = v.select_nth_unstable(lo50);
     let next50 = rest.iter().copied().min().unwrap_or(a50);
-    let p50 = between(a50, next50, f50);
+    let p50 = between(a50.into(), next50.into(), f50);
     let ms = |ns: f64| Some(ns * 1e-6);
-    (ms(p50), ms(p99), ms(max as f64))
+    (ms(p50), ms(p99), ms(Into::<u64>::into(max) as f64))
 }
 
 /// Collect the results of a finished run.
@@ -339,7 +341,11 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         .filter(|t| !e.is_vcpu(t.id))
         .map(|t| {
             let p = &e.progs[t.program];
-            let (wl50, wl99, wlmax) = wake_quantiles(wake_lat.task_mut(t.id));
+            let (wl50, wl99, wlmax) = if wake_lat.has_long(t.id) {
+                wake_quantiles(&mut wake_lat.task(t.id))
+            } else {
+                wake_quantiles(wake_lat.logged_mut(t.id))
+            };
             let by_type = m
                 .types
                 .iter()
@@ -582,7 +588,7 @@ mod tests {
         // p50: h = 4 × 0.5 = 2 → x[2] = 3.
         // p99: h = 4 × 0.99 = 3.96 → x[3] + 0.96 × (x[4] − x[3]) = 4 + 0.96 × 6 = 9.76.
         // max: 10.
-        let (p50, p99, max) = wake_quantiles(&mut [4, 1, 10, 3, 2]);
+        let (p50, p99, max) = wake_quantiles(&mut [4u64, 1, 10, 3, 2]);
         let close = |x: Option<f64>, want: f64| (x.unwrap() - want).abs() < 1e-15;
         assert!(close(p50, 3e-6), "{p50:?}");
         assert!(close(p99, 9.76e-6), "{p99:?}");

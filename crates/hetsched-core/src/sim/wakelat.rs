@@ -101,22 +101,21 @@ impl WakeLat {
         }
         // Where the next sample of each task goes.
         let mut at: Vec<usize> = start[..ntasks].to_vec();
-        let mut lat = vec![0u64; total];
-        let mut long = self.long.iter().copied();
+        let mut lat = vec![0u32; total];
+        let mut long = Vec::new();
+        let mut next_long = self.long.iter().copied();
         for c in &self.chunks {
             for (&t, &l) in c.task.iter().zip(&c.lat) {
-                let l = if l == u32::MAX {
-                    long.next().unwrap_or(u64::from(l))
-                } else {
-                    u64::from(l)
-                };
+                if l == u32::MAX {
+                    long.push((t, next_long.next().unwrap_or(u64::from(l))));
+                }
                 if let Some(i) = at.get_mut(t as usize) {
                     lat[*i] = l;
                     *i += 1;
                 }
             }
         }
-        PerTask { start, lat }
+        PerTask { start, lat, long }
     }
 }
 
@@ -124,24 +123,45 @@ impl WakeLat {
 #[derive(Clone, Debug, Default)]
 pub struct PerTask {
     start: Vec<usize>,
-    lat: Vec<u64>,
+    /// Latencies as logged: `u32::MAX` stands for one of the task's `long`.
+    lat: Vec<u32>,
+    /// (task, latency) of the latencies of 2^32 − 1 ns or more, in order.
+    long: Vec<(u32, u64)>,
 }
 
 impl PerTask {
     /// Task `t`'s latencies, ns, in the order they happened (empty for a task
     /// out of range).
-    pub fn task(&self, t: TaskId) -> &[u64] {
-        match (self.start.get(t), self.start.get(t + 1)) {
-            (Some(&a), Some(&b)) => &self.lat[a..b],
-            _ => &[],
-        }
+    pub fn task(&self, t: TaskId) -> Vec<u64> {
+        let mut long = self.long.iter().filter(|&&(u, _)| u as usize == t);
+        self.logged(t)
+            .iter()
+            .map(|&l| match l {
+                u32::MAX => long.next().map_or(u64::from(l), |&(_, v)| v),
+                l => u64::from(l),
+            })
+            .collect()
     }
 
-    /// Task `t`'s latencies to reorder in place (a selection for quantiles).
-    pub fn task_mut(&mut self, t: TaskId) -> &mut [u64] {
+    /// Task `t`'s latencies as logged, to reorder in place (a selection
+    /// for quantiles) when none is long (see [`PerTask::has_long`]).
+    pub fn logged_mut(&mut self, t: TaskId) -> &mut [u32] {
         match (self.start.get(t), self.start.get(t + 1)) {
             (Some(&a), Some(&b)) => &mut self.lat[a..b],
             _ => &mut [],
+        }
+    }
+
+    /// Whether a latency of task `t` was 2^32 − 1 ns or more, so that its
+    /// logged values do not all hold their latency ([`PerTask::task`] does).
+    pub fn has_long(&self, t: TaskId) -> bool {
+        self.long.iter().any(|&(u, _)| u as usize == t)
+    }
+
+    fn logged(&self, t: TaskId) -> &[u32] {
+        match (self.start.get(t), self.start.get(t + 1)) {
+            (Some(&a), Some(&b)) => &self.lat[a..b],
+            _ => &[],
         }
     }
 }
