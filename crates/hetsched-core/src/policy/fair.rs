@@ -1162,6 +1162,8 @@ struct Group6 {
     nr: u64,
     load: u64,
     util: f64,
+    /// Whether `util` was summed (see `balance6`).
+    util_summed: bool,
     cap: u64,
     cpus: u64,
     idle: u64,
@@ -1241,19 +1243,40 @@ fn balance6<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId, li: usize, lb: &
         let g = &mut groups[i];
         g.nr += b.nr[c] as u64;
         g.load += b.load[c];
-        g.util += q.lb_cpu_util(cx, c);
         g.cap += cap::CapAware::cap_orig(cx, c) as u64;
         g.cpus += 1;
         g.idle += b.is_idle(cx, c) as u64;
     }
+    // A group's utilisation is summed only where the classification or
+    // the imbalance reads it (a CPU's costs a PELT decay per task); summed
+    // over the same CPUs in the same order, it is the same number.
+    let group_util = |key: CpuId| -> f64 {
+        let mut u = 0.0;
+        for &c in span.iter() {
+            if cx.online(c) && b.group_key(c, size) == key {
+                u += q.lb_cpu_util(cx, c);
+            }
+        }
+        u
+    };
     for g in groups.iter_mut() {
         // group_runnable: each task runnable all the time.
         let runnable = g.nr * g.cap / g.cpus.max(1);
-        let util = g.util.round() as u64;
-        let over_util = g.cap * 100 < util * pct || g.cap * pct < runnable * 100;
+        let run_over = g.cap * pct < runnable * 100;
+        // `group_is_overloaded` and `group_has_capacity`, the runnable test
+        // first: it decides without the utilisation where it holds.
+        let need_util = g.nr >= g.cpus && !run_over;
+        let util = if need_util {
+            g.util = group_util(g.key);
+            g.util_summed = true;
+            g.util.round() as u64
+        } else {
+            0
+        };
+        let over_util = run_over || (need_util && g.cap * 100 < util * pct);
         g.kind = if g.nr > g.cpus && over_util {
             2
-        } else if g.nr < g.cpus || (g.cap * pct >= runnable * 100 && g.cap * 100 > util * pct) {
+        } else if g.nr < g.cpus || (!run_over && g.cap * 100 > util * pct) {
             0
         } else {
             1
@@ -1279,7 +1302,12 @@ fn balance6<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId, li: usize, lb: &
         }
         if local.kind == 0 {
             if !llc {
-                let u = local.util.round() as u64;
+                let lu = if local.util_summed {
+                    local.util
+                } else {
+                    group_util(local.key)
+                };
+                let u = lu.round() as u64;
                 return Some((bz, Migrate6::Util, local.cap.max(u) - u));
             }
             if bz.cpus == 1 {
