@@ -1139,6 +1139,9 @@ pub(super) struct Lb6 {
     interval_ms: Vec<Vec<u64>>,
     failed: Vec<Vec<u32>>,
     last: Vec<Vec<SimTime>>,
+    /// Per CPU, when its first level is due again (ns; 0: not known yet):
+    /// a tick before it has nothing to do.
+    next: Vec<u64>,
 }
 
 impl Lb6 {
@@ -1151,6 +1154,7 @@ impl Lb6 {
                 .collect(),
             failed: b.levels.iter().map(|l| vec![0; l.len()]).collect(),
             last: b.levels.iter().map(|l| vec![SimTime::ZERO; l.len()]).collect(),
+            next: vec![0; b.levels.len()],
         }
     }
 }
@@ -1186,26 +1190,37 @@ enum Migrate6 {
 
 /// `rebalance_domains` on `cpu`'s tick (module doc of [`Lb6`]).
 fn rebalance6<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId) {
-    let Some(mut lb) = q.lb6().and_then(|s| s.take()) else {
-        return;
-    };
     let now = cx.now;
+    let Some(slot) = q.lb6() else { return };
+    match slot {
+        // No level due: the loop below would pass over every one.
+        Some(lb) if now.0 < lb.next[cpu] => return,
+        Some(_) => {}
+        None => return,
+    }
+    let Some(mut lb) = slot.take() else { return };
     let tick = cx.machine.tick.0.max(1);
     let max_jiffies = (1_000_000_000 / tick * cx.ncpus() as u64 / 10).max(1);
-    for li in 0..q.bal().levels[cpu].len() {
+    let busy_factor = q.bal().busy_factor;
+    let due = |lb: &Lb6, li: usize| {
+        let ms = lb.interval_ms[cpu][li] * busy_factor;
+        let jiffies = ((ms * 1_000_000).div_ceil(tick) - 1).clamp(1, max_jiffies);
+        lb.last[cpu][li].0 + jiffies * tick
+    };
+    let levels = q.bal().levels[cpu].len();
+    for li in 0..levels {
         // Only a busy CPU balances here (idle ones get work from nohz idle
         // balancing, `tick_balance`).
         if cx.current(cpu).is_none() {
             break;
         }
-        let ms = lb.interval_ms[cpu][li] * q.bal().busy_factor;
-        let jiffies = ((ms * 1_000_000).div_ceil(tick) - 1).clamp(1, max_jiffies);
-        if now.0 < lb.last[cpu][li].0 + jiffies * tick {
+        if now.0 < due(&lb, li) {
             continue;
         }
         balance6(q, cx, cpu, li, &mut lb);
         lb.last[cpu][li] = now;
     }
+    lb.next[cpu] = (0..levels).map(|li| due(&lb, li)).min().unwrap_or(u64::MAX);
     if let Some(slot) = q.lb6() {
         *slot = Some(lb);
     }
