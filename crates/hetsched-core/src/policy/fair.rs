@@ -1153,7 +1153,11 @@ impl Lb6 {
                 .map(|l| l.iter().map(|x| x.span.len() as u64).collect())
                 .collect(),
             failed: b.levels.iter().map(|l| vec![0; l.len()]).collect(),
-            last: b.levels.iter().map(|l| vec![SimTime::ZERO; l.len()]).collect(),
+            last: b
+                .levels
+                .iter()
+                .map(|l| vec![SimTime::ZERO; l.len()])
+                .collect(),
             next: vec![0; b.levels.len()],
         }
     }
@@ -1238,7 +1242,13 @@ fn balance6<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId, li: usize, lb: &
     let llc = span.iter().all(|&c| m.cpus[c].llc == first.llc);
     // sd_init: SMT 110 and no cache_nice_tries; NUMA 2 tries; else 1.
     let pct: u64 = if smt { 110 } else { 117 };
-    let nice_tries: u32 = if smt { 0 } else if numa { 2 } else { 1 };
+    let nice_tries: u32 = if smt {
+        0
+    } else if numa {
+        2
+    } else {
+        1
+    };
     let mut groups: Vec<Group6> = Vec::new();
     for &c in span.iter() {
         if !cx.online(c) {
