@@ -266,7 +266,9 @@ struct Rq {
     /// The entity that ran last and was put back (the kernel's `curr` at
     /// pick time): RUN_TO_PARITY and ties consider it.
     prev: Option<TaskId>,
-    /// `Σ wᵢvᵢ` and `Σ wᵢ` over the tree's entities.
+    /// `Σ wᵢvᵢ` and `Σ wᵢ` over the tree's entities and the running one
+    /// (kept up to date as it is charged, so that `V` and eligibility need
+    /// no product of its own).
     sum_wv: i128,
     sum_w: u64,
     /// Entities on the queue: the tree's and the running one.
@@ -426,13 +428,25 @@ impl Eevdf {
     #[inline]
     fn sums(&self, cpu: CpuId) -> (i128, i128) {
         let rq = &self.rqs[cpu];
-        let (mut s, mut w) = (rq.sum_wv, rq.sum_w as i128);
-        if let Some(c) = rq.curr {
-            let se = &self.se[c];
-            s += se.vruntime as i128 * se.weight as i128;
-            w += se.weight as i128;
-        }
-        (s, w)
+        (rq.sum_wv, rq.sum_w as i128)
+    }
+
+    /// `t` starts counting in `cpu`'s sums.
+    #[inline]
+    fn count_in(&mut self, cpu: CpuId, t: TaskId) {
+        let rq = &mut self.rqs[cpu];
+        let se = &self.se[t];
+        rq.sum_wv += se.vruntime as i128 * se.weight as i128;
+        rq.sum_w += se.weight;
+    }
+
+    /// `t` stops counting in `cpu`'s sums.
+    #[inline]
+    fn count_out(&mut self, cpu: CpuId, t: TaskId) {
+        let rq = &mut self.rqs[cpu];
+        let se = &self.se[t];
+        rq.sum_wv -= se.vruntime as i128 * se.weight as i128;
+        rq.sum_w -= se.weight;
     }
 
     /// `V`, the weighted average vruntime (`avg_vruntime`).
@@ -457,24 +471,38 @@ impl Eevdf {
         self.vruntime_eligible(cpu, self.se[t].vruntime)
     }
 
+    /// `t` joins `cpu`'s queue and its sums.
     fn tree_insert(&mut self, cpu: CpuId, t: TaskId) {
+        self.queue_put(cpu, t);
+        self.count_in(cpu, t);
+    }
+
+    /// `t` leaves `cpu`'s queue and its sums.
+    fn tree_remove(&mut self, cpu: CpuId, t: TaskId) {
+        self.queue_take(cpu, t);
+        self.count_out(cpu, t);
+    }
+
+    /// Put `t` in `cpu`'s tree with the next queued order (the sums are
+    /// the caller's: the running entity put back already counts).
+    #[inline]
+    fn queue_put(&mut self, cpu: CpuId, t: TaskId) {
         let rq = &mut self.rqs[cpu];
         let seq = rq.next_seq;
         rq.next_seq += 1;
         let se = &mut self.se[t];
         se.seq = seq;
         rq.tree.insert((se.deadline, seq, t), se.vruntime);
-        rq.sum_wv += se.vruntime as i128 * se.weight as i128;
-        rq.sum_w += se.weight;
     }
 
-    fn tree_remove(&mut self, cpu: CpuId, t: TaskId) {
+    /// Take `t` out of `cpu`'s tree (the sums are the caller's: the entity
+    /// picked to run still counts).
+    #[inline]
+    fn queue_take(&mut self, cpu: CpuId, t: TaskId) {
         let rq = &mut self.rqs[cpu];
         let se = &self.se[t];
         let found = rq.tree.remove(&(se.deadline, se.seq, t));
         debug_assert!(found, "task {t} not in the queue of cpu {cpu}");
-        rq.sum_wv -= se.vruntime as i128 * se.weight as i128;
-        rq.sum_w -= se.weight;
     }
 
     /// `update_entity_lag`: save `V − v`, clamped to the lag of twice the
@@ -654,9 +682,11 @@ impl Eevdf {
 
     /// Charge `t` (running on `cpu`) for `delta` ns.
     #[inline]
-    fn charge(&mut self, t: TaskId, delta: u64) -> bool {
+    fn charge(&mut self, cpu: CpuId, t: TaskId, delta: u64) -> bool {
         let se = &mut self.se[t];
-        se.vruntime += vdelta(delta, se.weight);
+        let dv = vdelta(delta, se.weight);
+        se.vruntime += dv;
+        self.rqs[cpu].sum_wv += dv as i128 * se.weight as i128;
         self.update_deadline(t)
     }
 
@@ -678,12 +708,12 @@ impl Eevdf {
             let tick = self.tick;
             let mut next = (at / tick + 1) * tick;
             while next < now.0 {
-                renewed |= self.charge(t, next - at);
+                renewed |= self.charge(cpu, t, next - at);
                 at = next;
                 next += tick;
             }
         }
-        renewed |= self.charge(t, now.0 - at);
+        renewed |= self.charge(cpu, t, now.0 - at);
         self.se[t].exec_start = now;
         if self.rqs[cpu].nr_running == 1 {
             return false;
@@ -789,7 +819,8 @@ impl Eevdf {
         };
         let prev = self.rqs[cpu].prev.take();
         if let Some(t) = picked {
-            self.tree_remove(cpu, t);
+            // It runs, still counted.
+            self.queue_take(cpu, t);
             self.rqs[cpu].curr = Some(t);
             let se = &mut self.se[t];
             se.exec_start = now;
@@ -809,10 +840,16 @@ impl Eevdf {
     /// `hrtick_start_fair`: with HRTICK and others queued, the slice-end
     /// timer of `cpu` is armed `slice` after the running entity was picked
     /// (at least 10 µs ahead); a slice already used up reschedules now.
+    #[inline]
     fn hrtick_start(&mut self, cx: &mut Ctx, cpu: CpuId) {
-        if !self.f.hrtick {
-            return;
+        if self.f.hrtick {
+            self.hrtick_arm(cx, cpu);
         }
+    }
+
+    /// [`Eevdf::hrtick_start`] with HRTICK on.
+    #[inline(never)]
+    fn hrtick_arm(&mut self, cx: &mut Ctx, cpu: CpuId) {
         let Some(t) = self.rqs[cpu].curr else { return };
         if self.rqs[cpu].nr_running < 2 {
             return;
@@ -831,6 +868,7 @@ impl Eevdf {
     }
 
     /// `hrtick_clear`: every schedule stops the slice-end timer.
+    #[inline]
     fn hrtick_clear(&mut self, cx: &mut Ctx, cpu: CpuId) {
         if self.rqs[cpu].hrtick_at.take().is_some() {
             cx.cancel_timer(HRTICK_TOKEN + cpu as u64);
@@ -847,12 +885,12 @@ impl Eevdf {
         if runnable {
             // `put_prev_entity`: back on the queue.
             self.rqs[cpu].curr = None;
-            self.tree_insert(cpu, t);
+            self.queue_put(cpu, t);
             self.rqs[cpu].prev = Some(t);
         } else if self.f.delay_dequeue && !self.eligible(cpu, t) {
             // DELAY_DEQUEUE: it stays queued, competing, until eligible.
             self.rqs[cpu].curr = None;
-            self.tree_insert(cpu, t);
+            self.queue_put(cpu, t);
             self.se[t].delayed = true;
             self.se[t].didx = self.rqs[cpu].delayed.len();
             self.rqs[cpu].delayed.push(t);
@@ -861,6 +899,7 @@ impl Eevdf {
         } else {
             self.update_entity_lag(cpu, t);
             self.rqs[cpu].curr = None;
+            self.count_out(cpu, t);
             self.leave(cpu, t);
             let w = self.se[t].weight;
             self.bal.sub(cpu, w);
@@ -896,6 +935,7 @@ impl Eevdf {
         self.update_entity_lag(cpu, t);
         if running {
             self.rqs[cpu].curr = None;
+            self.count_out(cpu, t);
         } else {
             self.tree_remove(cpu, t);
         }
@@ -918,6 +958,7 @@ impl Eevdf {
         self.rqs[cpu].nr_running += 1;
         if running {
             self.rqs[cpu].curr = Some(t);
+            self.count_in(cpu, t);
         } else {
             self.tree_insert(cpu, t);
         }
@@ -1432,7 +1473,7 @@ mod tests {
         // v = 1 ms (deadline 2 ms): V = 0.5 ms, task 1 is 0.5 ms past it.
         put(&mut s, 0, 0, 1024, 750_000);
         put(&mut s, 1, 1_000_000, 1024, 2_000_000);
-        s.tree_remove(0, 1);
+        s.queue_take(0, 1);
         s.rqs[0].curr = Some(1);
         s.rqs[0].ticking = true;
         s.se[1].exec_start = SimTime(0);
@@ -1468,7 +1509,7 @@ mod tests {
         // Slice 0.75 ms, tick 4 ms.
         let mut s = bare(1);
         put(&mut s, 0, 0, 1024, 750_000);
-        s.tree_remove(0, 0);
+        s.queue_take(0, 0);
         s.rqs[0].curr = Some(0);
         s.se[0].exec_start = SimTime(0);
         // Alone, no ticks asked for. Charged at 9 ms: the ticks at 4 and 8 ms

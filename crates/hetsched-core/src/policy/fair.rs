@@ -1139,6 +1139,9 @@ pub(super) struct Lb6 {
     interval_ms: Vec<Vec<u64>>,
     failed: Vec<Vec<u32>>,
     last: Vec<Vec<SimTime>>,
+    /// Per CPU, when its first level is due again (ns; 0: not known yet):
+    /// a tick before it has nothing to do.
+    next: Vec<u64>,
 }
 
 impl Lb6 {
@@ -1155,6 +1158,7 @@ impl Lb6 {
                 .iter()
                 .map(|l| vec![SimTime::ZERO; l.len()])
                 .collect(),
+            next: vec![0; b.levels.len()],
         }
     }
 }
@@ -1166,6 +1170,8 @@ struct Group6 {
     nr: u64,
     load: u64,
     util: f64,
+    /// Whether `util` was summed (see `balance6`).
+    util_summed: bool,
     cap: u64,
     cpus: u64,
     idle: u64,
@@ -1188,26 +1194,37 @@ enum Migrate6 {
 
 /// `rebalance_domains` on `cpu`'s tick (module doc of [`Lb6`]).
 fn rebalance6<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId) {
-    let Some(mut lb) = q.lb6().and_then(|s| s.take()) else {
-        return;
-    };
     let now = cx.now;
+    let Some(slot) = q.lb6() else { return };
+    match slot {
+        // No level due: the loop below would pass over every one.
+        Some(lb) if now.0 < lb.next[cpu] => return,
+        Some(_) => {}
+        None => return,
+    }
+    let Some(mut lb) = slot.take() else { return };
     let tick = cx.machine.tick.0.max(1);
     let max_jiffies = (1_000_000_000 / tick * cx.ncpus() as u64 / 10).max(1);
-    for li in 0..q.bal().levels[cpu].len() {
+    let busy_factor = q.bal().busy_factor;
+    let due = |lb: &Lb6, li: usize| {
+        let ms = lb.interval_ms[cpu][li] * busy_factor;
+        let jiffies = ((ms * 1_000_000).div_ceil(tick) - 1).clamp(1, max_jiffies);
+        lb.last[cpu][li].0 + jiffies * tick
+    };
+    let levels = q.bal().levels[cpu].len();
+    for li in 0..levels {
         // Only a busy CPU balances here (idle ones get work from nohz idle
         // balancing, `tick_balance`).
         if cx.current(cpu).is_none() {
             break;
         }
-        let ms = lb.interval_ms[cpu][li] * q.bal().busy_factor;
-        let jiffies = ((ms * 1_000_000).div_ceil(tick) - 1).clamp(1, max_jiffies);
-        if now.0 < lb.last[cpu][li].0 + jiffies * tick {
+        if now.0 < due(&lb, li) {
             continue;
         }
         balance6(q, cx, cpu, li, &mut lb);
         lb.last[cpu][li] = now;
     }
+    lb.next[cpu] = (0..levels).map(|li| due(&lb, li)).min().unwrap_or(u64::MAX);
     if let Some(slot) = q.lb6() {
         *slot = Some(lb);
     }
@@ -1251,19 +1268,40 @@ fn balance6<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId, li: usize, lb: &
         let g = &mut groups[i];
         g.nr += b.nr[c] as u64;
         g.load += b.load[c];
-        g.util += q.lb_cpu_util(cx, c);
         g.cap += cap::CapAware::cap_orig(cx, c) as u64;
         g.cpus += 1;
         g.idle += b.is_idle(cx, c) as u64;
     }
+    // A group's utilisation is summed only where the classification or
+    // the imbalance reads it (a CPU's costs a PELT decay per task); summed
+    // over the same CPUs in the same order, it is the same number.
+    let group_util = |key: CpuId| -> f64 {
+        let mut u = 0.0;
+        for &c in span.iter() {
+            if cx.online(c) && b.group_key(c, size) == key {
+                u += q.lb_cpu_util(cx, c);
+            }
+        }
+        u
+    };
     for g in groups.iter_mut() {
         // group_runnable: each task runnable all the time.
         let runnable = g.nr * g.cap / g.cpus.max(1);
-        let util = g.util.round() as u64;
-        let over_util = g.cap * 100 < util * pct || g.cap * pct < runnable * 100;
+        let run_over = g.cap * pct < runnable * 100;
+        // `group_is_overloaded` and `group_has_capacity`, the runnable test
+        // first: it decides without the utilisation where it holds.
+        let need_util = g.nr >= g.cpus && !run_over;
+        let util = if need_util {
+            g.util = group_util(g.key);
+            g.util_summed = true;
+            g.util.round() as u64
+        } else {
+            0
+        };
+        let over_util = run_over || (need_util && g.cap * 100 < util * pct);
         g.kind = if g.nr > g.cpus && over_util {
             2
-        } else if g.nr < g.cpus || (g.cap * pct >= runnable * 100 && g.cap * 100 > util * pct) {
+        } else if g.nr < g.cpus || (!run_over && g.cap * 100 > util * pct) {
             0
         } else {
             1
@@ -1289,7 +1327,12 @@ fn balance6<Q: FairQueues>(q: &mut Q, cx: &mut Ctx, cpu: CpuId, li: usize, lb: &
         }
         if local.kind == 0 {
             if !llc {
-                let u = local.util.round() as u64;
+                let lu = if local.util_summed {
+                    local.util
+                } else {
+                    group_util(local.key)
+                };
+                let u = lu.round() as u64;
                 return Some((bz, Migrate6::Util, local.cap.max(u) - u));
             }
             if bz.cpus == 1 {

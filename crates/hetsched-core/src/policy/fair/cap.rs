@@ -329,6 +329,10 @@ pub(in crate::policy) struct CapAware {
     load: Vec<Load>,
     /// Per CPU: sum of the util_est EWMAs of its enqueued tasks.
     rq_est: Vec<u32>,
+    /// Per CPU: the frequency (MHz) at which its present capacity was last
+    /// asked for by [`CapAware::update`], and that capacity (`Ctx::capacity`
+    /// depends on the CPU and its frequency alone).
+    cap_at: Vec<Option<(u32, u32)>>,
     /// Publish the sums for `schedutil` (util_est on and the governor is
     /// `schedutil`).
     publish: bool,
@@ -365,6 +369,7 @@ impl CapAware {
             fits_at_fmax,
             load: Vec::new(),
             rq_est: vec![0; n],
+            cap_at: vec![None; n],
             publish: false,
             uc_used: false,
             uc_any: true,
@@ -474,11 +479,33 @@ impl CapAware {
     /// since the last update, if it ran.
     pub(in crate::policy) fn update(&mut self, cx: &Ctx, t: TaskId, running_on: Option<CpuId>) {
         let now = cx.now;
-        let contrib = running_on.map(|c| cx.capacity(c) as f64).unwrap_or(0.0);
+        let contrib = match running_on {
+            Some(c) => self.capacity_now(cx, c) as f64,
+            None => 0.0,
+        };
         let l = self.at(t);
         let decay = pelt_decay(now.since(l.util_at));
         l.util = l.util * decay + contrib * (1.0 - decay);
         l.util_at = now;
+    }
+
+    /// `cx.capacity(c)`, computed again only when `c`'s frequency changed
+    /// since the last call.
+    #[inline]
+    fn capacity_now(&mut self, cx: &Ctx, c: CpuId) -> u32 {
+        let mhz = cx.cpu_mhz(c);
+        let cap = match self.cap_at.get(c).copied().flatten() {
+            Some((at, cap)) if at == mhz => cap,
+            _ => {
+                let cap = cx.capacity(c);
+                if let Some(slot) = self.cap_at.get_mut(c) {
+                    *slot = Some((mhz, cap));
+                }
+                cap
+            }
+        };
+        debug_assert_eq!(cap, cx.capacity(c), "capacity of cpu {c} at {mhz} MHz");
+        cap
     }
 
     /// `t`'s utilisation decayed to now (no update): `task_util`.
