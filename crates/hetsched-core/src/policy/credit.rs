@@ -527,6 +527,8 @@ pub struct Credit {
     /// Reused bit masks of `xen_pick` (allowed and idle CPUs).
     scratch_allowed: Vec<u64>,
     scratch_idlers: Vec<u64>,
+    /// Reused list of `tickle_idlers`.
+    scratch_tickle: Vec<CpuId>,
     /// Per task: the CPU whose run queue holds it (`NONE` if none).
     rq_of: Vec<usize>,
     /// Per CPU: queued tasks by priority (BOOST, UNDER, OVER).
@@ -650,6 +652,7 @@ impl Credit {
             llc: LlcMasks::default(),
             scratch_allowed: Vec::new(),
             scratch_idlers: Vec::new(),
+            scratch_tickle: Vec::new(),
             rq_of: Vec::new(),
             rq_count: vec![[0; 3]; n],
             le: std::array::from_fn(|_| vec![0; n.div_ceil(64)]),
@@ -2016,7 +2019,10 @@ impl Credit {
         let n = cx.ncpus();
         // CPUs that run and queue nothing, word by word; then online and in
         // the affinity.
-        let mut idle: Vec<CpuId> = Vec::new();
+        // (A vector kept between calls: at 1024 CPUs a wake-up tickles
+        // dozens of idle CPUs.)
+        let mut idle = std::mem::take(&mut self.scratch_tickle);
+        idle.clear();
         for w in 0..n.div_ceil(64) {
             let mut x = valid_word(n, w) & !self.run_mask[w] & !self.le[2][w];
             while x != 0 {
@@ -2027,17 +2033,17 @@ impl Credit {
                 }
             }
         }
-        if idle.is_empty() {
-            return;
+        if !idle.is_empty() {
+            let start = if idle.len() > 1 {
+                (cx.random_u64() % idle.len() as u64) as usize
+            } else {
+                0
+            };
+            for k in 0..idle.len() {
+                cx.resched(idle[(start + k) % idle.len()]);
+            }
         }
-        let start = if idle.len() > 1 {
-            (cx.random_u64() % idle.len() as u64) as usize
-        } else {
-            0
-        };
-        for k in 0..idle.len() {
-            cx.resched(idle[(start + k) % idle.len()]);
-        }
+        self.scratch_tickle = idle;
     }
 
     fn eligible_wake(cx: &Ctx, t: TaskId) -> bool {
