@@ -89,3 +89,21 @@ def test_table_shows_each_policy_and_ratio():
     text = growth.table(res, growth.Size(8, 128), growth.Size(1024, 16384), markdown=True)
     assert "| cfs | 2,000 | 3,100 | 1.55 |" in text
     assert "8×128" in text and "1024×16384" in text
+
+
+def test_engine_only_counts_the_event_loop_alone(monkeypatch):
+    seen: list[list[str]] = []
+
+    def fake_run(cmd, **kw):
+        seen.append(cmd)
+        return growth.subprocess.CompletedProcess(
+            cmd, 0, stdout='{"events": 7, "cpus": 8}\n', stderr="==1== Collected : 1234\n")
+
+    monkeypatch.setattr(growth.shutil, "which", lambda name: "/usr/bin/valgrind")
+    monkeypatch.setattr(growth.subprocess, "run", fake_run)
+    scn = growth.scenario("cfs", growth.Size.parse(growth.CPU_SMALL), 0.1)
+    assert growth.callgrind_run(scn) == (1234, 7)
+    assert growth.callgrind_run(scn, engine_only=True) == (1234, 7)
+    toggle = f"--toggle-collect={growth.ENGINE_LOOP}"
+    assert toggle not in seen[0]
+    assert toggle in seen[1]

@@ -445,6 +445,43 @@ fn scan_bits(
     None
 }
 
+/// [`scan_bits`] over a mask whose non-zero words are marked in `sum` (bit
+/// `w % 64` of `sum[w / 64]` set if word `w` may have set bits): only the
+/// marked words are read, so a mask with few set bits is scanned in
+/// O(words / 64 + marked words). Same bits, same order as [`scan_bits`].
+#[inline]
+fn scan_bits_sparse(
+    lo: usize,
+    hi: usize,
+    sum: &[u64],
+    word: &impl Fn(usize) -> u64,
+    f: &mut impl FnMut(CpuId) -> bool,
+) -> Option<CpuId> {
+    if lo >= hi {
+        return None;
+    }
+    let mut found = None;
+    scan_bits(lo / 64, (hi - 1) / 64 + 1, &|s| sum[s], &mut |w| {
+        found = scan_bits(lo.max(w * 64), hi.min(w * 64 + 64), word, f);
+        found.is_some()
+    });
+    found
+}
+
+/// [`find_cyclic`] over a mask whose non-zero words are marked in `sum`
+/// (see [`scan_bits_sparse`]).
+#[inline]
+fn find_cyclic_sparse(
+    n: usize,
+    from: CpuId,
+    sum: &[u64],
+    word: impl Fn(usize) -> u64,
+    mut f: impl FnMut(CpuId) -> bool,
+) -> Option<CpuId> {
+    scan_bits_sparse(from + 1, n, sum, &word, &mut f)
+        .or_else(|| scan_bits_sparse(0, from.min(n), sum, &word, &mut f))
+}
+
 /// The first CPU in cyclic order after `from` (`from + 1`, …, `n - 1`, `0`,
 /// …, `from - 1`; `from` itself excluded) whose bit is set in `word` and for
 /// which `f` holds: a scan of the peers of `from` that visits only the set
@@ -490,6 +527,8 @@ pub struct Credit {
     /// Reused bit masks of `xen_pick` (allowed and idle CPUs).
     scratch_allowed: Vec<u64>,
     scratch_idlers: Vec<u64>,
+    /// Reused list of `tickle_idlers`.
+    scratch_tickle: Vec<CpuId>,
     /// Per task: the CPU whose run queue holds it (`NONE` if none).
     rq_of: Vec<usize>,
     /// Per CPU: queued tasks by priority (BOOST, UNDER, OVER).
@@ -500,6 +539,14 @@ pub struct Credit {
     /// CPUs running a task (set in `running`, cleared in `stopping`, as the
     /// engine sets and clears the current task just before them).
     run_mask: Vec<u64>,
+    /// `steal_sum[k]`: bit `w` (of word `w / 64`) set iff word `w` of
+    /// `le[k] & run_mask` is not zero, so that stealing, which looks only at
+    /// busy CPUs with queued work, skips the empty words at once.
+    steal_sum: [Vec<u64>; 3],
+    /// `steal_words[k]`: how many bits of `steal_sum[k]` are set (0: no
+    /// busy CPU has queued work of priority ≤ k, and a steal returns at
+    /// once; an idle CPU told to schedule usually finds that).
+    steal_words: [u32; 3],
     /// CPUs a running vCPU was sent to on this tick (`move_running`): no
     /// longer idle for the next checks.
     claimed: Vec<u64>,
@@ -605,10 +652,13 @@ impl Credit {
             llc: LlcMasks::default(),
             scratch_allowed: Vec::new(),
             scratch_idlers: Vec::new(),
+            scratch_tickle: Vec::new(),
             rq_of: Vec::new(),
             rq_count: vec![[0; 3]; n],
             le: std::array::from_fn(|_| vec![0; n.div_ceil(64)]),
             run_mask: vec![0; n.div_ceil(64)],
+            steal_sum: std::array::from_fn(|_| vec![0; n.div_ceil(64).div_ceil(64)]),
+            steal_words: [0; 3],
             claimed: vec![0; n.div_ceil(64)],
             fast_mask,
             slow_mask,
@@ -711,6 +761,25 @@ impl Credit {
                 self.le[p][w] &= !bit;
             }
         }
+        self.sync_steal_sum(w);
+    }
+
+    /// Bring word `w`'s bits of `steal_sum` up to date with `le` and
+    /// `run_mask`.
+    #[inline]
+    fn sync_steal_sum(&mut self, w: usize) {
+        let (sw, bit) = (w / 64, 1u64 << (w % 64));
+        for p in 0..3 {
+            let was = self.steal_sum[p][sw] & bit != 0;
+            let now = self.le[p][w] & self.run_mask[w] != 0;
+            if now && !was {
+                self.steal_sum[p][sw] |= bit;
+                self.steal_words[p] += 1;
+            } else if was && !now {
+                self.steal_sum[p][sw] &= !bit;
+                self.steal_words[p] -= 1;
+            }
+        }
     }
 
     /// Recount `cpu`'s queue by priority (after priorities changed).
@@ -755,9 +824,21 @@ impl Credit {
                 let want = self.rq[c].iter().any(|&t| self.pri[t] as usize <= p);
                 assert_eq!(bit(&self.le[p]), want, "priority mask {p}, cpu {c}");
             }
+            if c % 64 == 0 {
+                let w = c / 64;
+                for p in 0..3 {
+                    let marked = self.steal_sum[p][w / 64] & (1 << (w % 64)) != 0;
+                    let want = self.le[p][w] & self.run_mask[w] != 0;
+                    assert_eq!(marked, want, "steal summary {p}, word {w}");
+                }
+            }
             for &t in &self.rq[c] {
                 assert_eq!(self.rq_of[t], c, "queue of task {t}");
             }
+        }
+        for p in 0..3 {
+            let marked: u32 = self.steal_sum[p].iter().map(|x| x.count_ones()).sum();
+            assert_eq!(marked, self.steal_words[p], "steal summary count {p}");
         }
     }
 
@@ -957,10 +1038,41 @@ impl Credit {
         }
     }
 
+    /// `pick_next`: the head of `cpu`'s queue if BOOST or UNDER, else a
+    /// better task stolen from a busy peer, else the head; with AASH, an
+    /// idle fast core is filled.
+    #[inline(never)]
+    fn pick_full(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
+        // Drop queued tasks this CPU may no longer run (AASH moved them).
+        let head_pri = self.rq[cpu]
+            .front()
+            .map(|&t| self.pri[t])
+            .unwrap_or(u8::MAX);
+        let pick = if head_pri <= UNDER {
+            self.remove_at(cpu, 0)
+        } else {
+            // (An empty queue: nothing to take after a failed steal.)
+            self.steal(cx, cpu, head_pri.min(OVER + 1))
+                .or_else(|| (head_pri != u8::MAX).then(|| self.remove_at(cpu, 0))?)
+        };
+        if pick.is_none() && self.aash.is_some() {
+            self.aash_fill(cx, cpu);
+        }
+        if pick.is_some() {
+            self.slice_start[cpu] = cx.now;
+            self.last_burn[cpu] = cx.now;
+        }
+        pick
+    }
+
     /// A queued task with a higher priority than `than` that `cpu` may
     /// steal from another CPU's queue (first in CPU order after `cpu`).
     fn steal(&mut self, cx: &Ctx, cpu: CpuId, than: u8) -> Option<TaskId> {
         if than == 0 {
+            return None;
+        }
+        let level = (than - 1).min(2) as usize;
+        if self.steal_words[level] == 0 {
             return None;
         }
         let n = self.rq.len();
@@ -969,12 +1081,14 @@ impl Credit {
         // order of a scan from `cpu + 1`.
         // Xen's `csched_runq_steal` skips a peer that runs nothing: it is
         // about to take its own queue's head.
-        let le = &self.le[(than - 1).min(2) as usize];
+        let le = &self.le[level];
         let (ty, run) = (self.same_type(cpu), &self.run_mask);
+        let sum = &self.steal_sum[level];
         let mut at = None;
-        let found = find_cyclic(
+        let found = find_cyclic_sparse(
             n,
             cpu,
+            sum,
             |w| le[w] & ty[w] & run[w],
             |peer| {
                 at = self.rq[peer]
@@ -1574,35 +1688,26 @@ impl Scheduler for Credit {
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
-        // Drop queued tasks this CPU may no longer run (AASH moved them).
-        let head_pri = self.rq[cpu]
-            .front()
-            .map(|&t| self.pri[t])
-            .unwrap_or(u8::MAX);
-        let pick = if head_pri <= UNDER {
-            self.remove_at(cpu, 0)
-        } else {
-            self.steal(cx, cpu, head_pri.min(OVER + 1))
-                .or_else(|| self.remove_at(cpu, 0))
-        };
-        if pick.is_none() && self.aash.is_some() {
-            self.aash_fill(cx, cpu);
+        // Xen tells every idle CPU to schedule when a vCPU wakes on a busy
+        // one (`tickle_idlers`), and most of them find nothing: an empty
+        // queue and no busy CPU with queued work. The indexes say so
+        // before the work of a full pick.
+        if self.aash.is_none() && self.rq[cpu].is_empty() && self.steal_words[2] == 0 {
+            return None;
         }
-        if pick.is_some() {
-            self.slice_start[cpu] = cx.now;
-            self.last_burn[cpu] = cx.now;
-        }
-        pick
+        self.pick_full(cx, cpu)
     }
 
     fn running(&mut self, cx: &mut Ctx, _task: TaskId, cpu: CpuId) {
         self.run_mask[cpu / 64] |= 1 << (cpu % 64);
+        self.sync_steal_sum(cpu / 64);
         self.slice_start[cpu] = cx.now;
         self.last_burn[cpu] = cx.now;
     }
 
     fn stopping(&mut self, cx: &mut Ctx, task: TaskId, cpu: CpuId, runnable: bool) {
         self.run_mask[cpu / 64] &= !(1 << (cpu % 64));
+        self.sync_steal_sum(cpu / 64);
         self.burn(cx, cpu);
         if !runnable {
             self.touched(cx, task);
@@ -1914,7 +2019,10 @@ impl Credit {
         let n = cx.ncpus();
         // CPUs that run and queue nothing, word by word; then online and in
         // the affinity.
-        let mut idle: Vec<CpuId> = Vec::new();
+        // (A vector kept between calls: at 1024 CPUs a wake-up tickles
+        // dozens of idle CPUs.)
+        let mut idle = std::mem::take(&mut self.scratch_tickle);
+        idle.clear();
         for w in 0..n.div_ceil(64) {
             let mut x = valid_word(n, w) & !self.run_mask[w] & !self.le[2][w];
             while x != 0 {
@@ -1925,17 +2033,17 @@ impl Credit {
                 }
             }
         }
-        if idle.is_empty() {
-            return;
+        if !idle.is_empty() {
+            let start = if idle.len() > 1 {
+                (cx.random_u64() % idle.len() as u64) as usize
+            } else {
+                0
+            };
+            for k in 0..idle.len() {
+                cx.resched(idle[(start + k) % idle.len()]);
+            }
         }
-        let start = if idle.len() > 1 {
-            (cx.random_u64() % idle.len() as u64) as usize
-        } else {
-            0
-        };
-        for k in 0..idle.len() {
-            cx.resched(idle[(start + k) % idle.len()]);
-        }
+        self.scratch_tickle = idle;
     }
 
     fn eligible_wake(cx: &Ctx, t: TaskId) -> bool {
