@@ -115,6 +115,9 @@ impl WakeLat {
                 }
             }
         }
+        // Grouped by task, each task's in the order they happened (a stable
+        // sort), so that a task's are found by a binary search.
+        long.sort_by_key(|&(t, _)| t);
         PerTask { start, lat, long }
     }
 }
@@ -125,7 +128,8 @@ pub struct PerTask {
     start: Vec<usize>,
     /// Latencies as logged: `u32::MAX` stands for one of the task's `long`.
     lat: Vec<u32>,
-    /// (task, latency) of the latencies of 2^32 − 1 ns or more, in order.
+    /// (task, latency) of the latencies of 2^32 − 1 ns or more, by task and
+    /// then in the order they happened.
     long: Vec<(u32, u64)>,
 }
 
@@ -133,7 +137,7 @@ impl PerTask {
     /// Task `t`'s latencies, ns, in the order they happened (empty for a task
     /// out of range).
     pub fn task(&self, t: TaskId) -> Vec<u64> {
-        let mut long = self.long.iter().filter(|&&(u, _)| u as usize == t);
+        let mut long = self.long_of(t).iter();
         self.logged(t)
             .iter()
             .map(|&l| match l {
@@ -141,6 +145,13 @@ impl PerTask {
                 l => u64::from(l),
             })
             .collect()
+    }
+
+    /// Task `t`'s entries of `long`.
+    fn long_of(&self, t: TaskId) -> &[(u32, u64)] {
+        let from = self.long.partition_point(|&(u, _)| (u as usize) < t);
+        let to = self.long.partition_point(|&(u, _)| (u as usize) <= t);
+        &self.long[from..to]
     }
 
     /// Task `t`'s latencies as logged, to reorder in place (a selection
@@ -155,7 +166,7 @@ impl PerTask {
     /// Whether a latency of task `t` was 2^32 − 1 ns or more, so that its
     /// logged values do not all hold their latency ([`PerTask::task`] does).
     pub fn has_long(&self, t: TaskId) -> bool {
-        self.long.iter().any(|&(u, _)| u as usize == t)
+        !self.long_of(t).is_empty()
     }
 
     fn logged(&self, t: TaskId) -> &[u32] {
@@ -192,15 +203,26 @@ mod tests {
     #[test]
     fn latencies_of_four_seconds_and_more_are_kept_whole() {
         let mut w = WakeLat::default();
-        let long = [u64::from(u32::MAX) - 1, u64::from(u32::MAX), 5 << 32, 7];
+        let long = [
+            u64::from(u32::MAX) - 1,
+            u64::from(u32::MAX),
+            5 << 32,
+            7,
+            6 << 32,
+        ];
         for (i, &l) in long.iter().enumerate() {
-            let t = i % 2;
+            let t = [1, 0, 1, 0, 0][i];
             w.woke(t, SimTime(1_000));
             w.ran(t, SimTime(1_000 + l));
         }
-        let per = w.per_task(2);
-        assert_eq!(per.task(0), [long[0], long[2]]);
-        assert_eq!(per.task(1), [long[1], long[3]]);
+        w.woke(2, SimTime(1_000));
+        w.ran(2, SimTime(2_000));
+        let per = w.per_task(3);
+        assert_eq!(per.task(0), [long[1], long[3], long[4]]);
+        assert_eq!(per.task(1), [long[0], long[2]]);
+        assert_eq!(per.task(2), [1_000]);
+        // 2^32 − 2 ns fits the log; 2^32 − 1 ns and more do not.
+        assert!(per.has_long(0) && per.has_long(1) && !per.has_long(2));
     }
 
     #[test]
