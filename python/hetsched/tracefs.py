@@ -453,6 +453,15 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
     last_switch: dict[int, int] = {}  # cpu -> time of its last sched_switch
     inferred = 0
     unknown = 0
+
+    def arrive(pid: int, i: int, cpu: int, at: int) -> None:
+        """``pid`` (task ``i``) starts a run on ``cpu`` at ``at``: a migration
+        when it last ran elsewhere."""
+        was = last_cpu.get(pid)
+        if was is not None and was != cpu:
+            out.append({"type": "migrate", "t_ns": at, "task": i, "from": was, "to": cpu})
+        last_cpu[pid] = cpu
+
     for e in parsed.events:
         t = e.t_ns - t0
         ncpus = max(ncpus, e.cpu + 1)
@@ -491,11 +500,7 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
                     out.append({"type": "run", **run, "end_ns": t, "cpu": e.cpu, "task": pi})
                     if run.get("start_inferred"):
                         # The missing switch-in may have moved it, as a switch-in would.
-                        was = last_cpu.get(prev)
-                        if was is not None and was != e.cpu:
-                            mig = {"type": "migrate", "t_ns": run["t_ns"], "task": pi}
-                            out.append({**mig, "from": was, "to": e.cpu})
-                        last_cpu[prev] = e.cpu
+                        arrive(prev, pi, e.cpu, run["t_ns"])
                 ps = f["prev_state"]
                 head = ps.split("|")[0]
                 if head.startswith("R") or ps in ("0", "0x0"):
@@ -518,10 +523,7 @@ def convert(parsed: ParsedTrace) -> KernelTraceData:
             if nxt != 0:
                 ni = task(nxt, f["next_comm"])
                 running[e.cpu] = (nxt, t)
-                was = last_cpu.get(nxt)
-                if was is not None and was != e.cpu:
-                    out.append({"type": "migrate", "t_ns": t, "task": ni, "from": was, "to": e.cpu})
-                last_cpu[nxt] = e.cpu
+                arrive(nxt, ni, e.cpu, t)
                 state[nxt] = "running"
                 ready.pop(nxt, None)
         elif e.name in ("sched_wakeup", "sched_wakeup_new"):
