@@ -15,6 +15,7 @@
 //! docs/classes.md describes the model and its sources.
 
 use super::queue::EventClass;
+use super::Res;
 use super::{Engine, Ev};
 use crate::error::SimError;
 use crate::hw::CpuId;
@@ -288,7 +289,7 @@ impl Engine {
     // ------------------------------------------------------------ hooks
 
     /// `t` (rt or deadline), just made runnable, is placed and queued.
-    pub(super) fn class_wake(&mut self, t: TaskId, flags: EnqFlags) -> Result<(), SimError> {
+    pub(super) fn class_wake(&mut self, t: TaskId, flags: EnqFlags) -> Res<()> {
         let a = self.tasks[t].sched;
         let now = self.now;
         let cpu = if a.policy.is_rt() {
@@ -566,7 +567,7 @@ impl Engine {
     /// (the fair server competing as a deadline entity), then the highest rt
     /// priority (pulling first when the CPU's priority dropped), then the
     /// fair scheduler.
-    pub(super) fn class_pick(&mut self, cpu: CpuId) -> Result<Option<TaskId>, SimError> {
+    pub(super) fn class_pick(&mut self, cpu: CpuId) -> Res<Option<TaskId>> {
         loop {
             let cls = self.cls();
             let server = cls.fs[cpu]
@@ -693,7 +694,7 @@ impl Engine {
     }
 
     /// A class event (see the `K_*` kinds). Returns false if stale.
-    pub(super) fn class_event(&mut self, kind: u8, id: u32, gen: u32) -> Result<bool, SimError> {
+    pub(super) fn class_event(&mut self, kind: u8, id: u32, gen: u32) -> Res<bool> {
         let now = self.now;
         match kind {
             K_ENFORCE => {
@@ -812,23 +813,18 @@ impl Engine {
     /// `set_affinity` on an rt task (an agent's `sched_setaffinity`): a
     /// queued task is placed again; a deadline task is refused as Linux
     /// refuses it (EPERM: its bandwidth is admitted over the root domain).
-    pub(super) fn class_set_affinity(
-        &mut self,
-        t: TaskId,
-        cpus: &[CpuId],
-        what: &str,
-    ) -> Result<(), SimError> {
+    pub(super) fn class_set_affinity(&mut self, t: TaskId, cpus: &[CpuId], what: &str) -> Res<()> {
         let n = self.m.ncpus();
         if self.tasks[t].sched.policy == SchedPolicy::Deadline {
-            return Err(self.policy_err(format!(
+            return Err(Box::new(self.policy_err(format!(
                 "{what}: task {t} is SCHED_DEADLINE, whose affinity cannot be restricted \
                  (Linux refuses it with EPERM)"
-            )));
+            ))));
         }
         if let Some(&c) = cpus.iter().find(|&&c| c >= n) {
-            return Err(self.policy_err(format!(
+            return Err(Box::new(self.policy_err(format!(
                 "{what}: cpu {c} does not exist (machine has {n} cpus)"
-            )));
+            ))));
         }
         self.iw_affinity(t, true);
         self.tasks[t].affinity = crate::os::CpuSet::from_cpus(cpus, n);

@@ -22,6 +22,7 @@
 //!   `test_and_clear_cpu_idle`); a claimed CPU is not found idle again until
 //!   it has gone idle anew.
 
+use super::Res;
 use super::{Engine, Ev, Setup};
 use crate::error::SimError;
 use crate::hw::CpuId;
@@ -668,7 +669,7 @@ impl Engine {
     /// `select_cpu` of `t` returned `cpu`: apply its deferred inserts.
     #[cold]
     #[inline(never)]
-    pub(super) fn dsq_after_select(&mut self, t: TaskId, cpu: CpuId) -> Result<(), SimError> {
+    pub(super) fn dsq_after_select(&mut self, t: TaskId, cpu: CpuId) -> Res<()> {
         let d = self.dq();
         d.mode = Mode::Other;
         if d.deferred.is_empty() {
@@ -692,10 +693,10 @@ impl Engine {
                 Ok(Some(c)) => self.flag_resched(c),
                 Ok(None) => {}
                 Err(e) => {
-                    return Err(self.policy_err(format!(
+                    return Err(Box::new(self.policy_err(format!(
                         "dsq_insert(task {task}, {}) in select_cpu: {e}",
                         dsq_name(dsq)
-                    )))
+                    ))))
                 }
             }
         }
@@ -801,7 +802,7 @@ impl Engine {
 
     /// `balance_one`: fill `cpu`'s local DSQ. Returns whether `prev` (the
     /// task running there, still runnable) keeps the CPU.
-    fn dsq_balance(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Result<bool, SimError> {
+    fn dsq_balance(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Res<bool> {
         if let Some(keep) = self.dsq_ready(cpu, prev) {
             return Ok(keep);
         }
@@ -826,7 +827,7 @@ impl Engine {
     /// Reschedule `cpu` under the DSQ model (see the module doc).
     #[cold]
     #[inline(never)]
-    pub(super) fn dsq_resched(&mut self, cpu: CpuId) -> Result<(), SimError> {
+    pub(super) fn dsq_resched(&mut self, cpu: CpuId) -> Res<()> {
         self.cpus[cpu].need_resched = false;
         let mut prev = self.current[cpu];
         if let Some(t) = prev {
@@ -882,9 +883,9 @@ impl Engine {
                 }
             }
             Some(n) => {
-                return Err(self.policy_err(format!(
+                return Err(Box::new(self.policy_err(format!(
                     "cpu {cpu} became busy while task {n} was picked from its local DSQ"
-                )))
+                ))))
             }
             None => {}
         }
@@ -897,7 +898,7 @@ impl Engine {
     /// Stop `t` (preempted, still runnable) on `cpu` and hand it back to the
     /// scheduler: `enqueue` on its CPU, or `select_cpu` and `enqueue` if it
     /// may no longer run there.
-    fn dsq_stop_requeue(&mut self, cpu: CpuId, t: TaskId) -> Result<(), SimError> {
+    fn dsq_stop_requeue(&mut self, cpu: CpuId, t: TaskId) -> Res<()> {
         self.stop_running(cpu, true)?;
         let mut dst = self.tasks[t].cpu;
         let mut flags = EnqFlags::Preempted;

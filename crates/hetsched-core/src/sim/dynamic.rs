@@ -34,6 +34,7 @@
 //!   configured); a Turbo-Boost-like group runs its representative at the
 //!   level's speedup while the others sleep.
 
+use super::Res;
 use super::{Engine, Ev};
 use crate::error::SimError;
 use crate::hw::dynamic::{DynConfig, ReconfigOp, Reconfigured};
@@ -296,7 +297,7 @@ impl Engine {
     }
 
     /// Handle a dynamic-processor event.
-    pub(super) fn handle_dyn(&mut self, ev: DynEv) -> Result<(), SimError> {
+    pub(super) fn handle_dyn(&mut self, ev: DynEv) -> Res<()> {
         match ev {
             DynEv::Scripted { idx } => {
                 let i = idx as usize;
@@ -333,29 +334,37 @@ impl Engine {
         op: ReconfigOp,
         mech: Option<Mechanism>,
         origin: Origin,
-    ) -> Result<(), SimError> {
+    ) -> Res<()> {
         let Some(d) = self.dynm.as_ref() else {
-            return Err(self.dyn_err(
+            return Err(Box::new(self.dyn_err(
                 &origin,
                 &op,
                 "the scenario has no [dynamic] section, so its cpus cannot be reconfigured".into(),
-            ));
+            )));
         };
         let n = self.m.ncpus();
         let cpus = op.cpus();
         if cpus.is_empty() {
-            return Err(self.dyn_err(&origin, &op, "empty cpu list".into()));
+            return Err(Box::new(self.dyn_err(
+                &origin,
+                &op,
+                "empty cpu list".into(),
+            )));
         }
         for (i, &c) in cpus.iter().enumerate() {
             if c >= n {
-                return Err(self.dyn_err(
+                return Err(Box::new(self.dyn_err(
                     &origin,
                     &op,
                     format!("cpu {c} does not exist (machine has {n} cpus)"),
-                ));
+                )));
             }
             if cpus[..i].contains(&c) {
-                return Err(self.dyn_err(&origin, &op, format!("cpu {c} is named twice")));
+                return Err(Box::new(self.dyn_err(
+                    &origin,
+                    &op,
+                    format!("cpu {c} is named twice"),
+                )));
             }
         }
         let describe = |m: Mode| match m {
@@ -365,7 +374,7 @@ impl Engine {
             Mode::Proxied { by, .. } => format!("offline (proxied by cpu {by})"),
             Mode::Halted { .. } => "halted (mechanism halt)".to_string(),
         };
-        let err = |s: &Self, msg: String| Err(s.dyn_err(&origin, &op, msg));
+        let err = |s: &Self, msg: String| Err(Box::new(s.dyn_err(&origin, &op, msg)));
         // Decide the mechanism, targets and proxy; check the CPUs' states.
         let (dir, targets, proxy, mech) = match &op {
             ReconfigOp::Offline(c) => {
@@ -536,7 +545,7 @@ impl Engine {
     /// Start operation `id` now: take the leaving CPUs out of service,
     /// charge the initiating CPU, and queue its stop-machine steps and its
     /// completion.
-    fn dyn_begin(&mut self, st: OpState, id: usize) -> Result<(), SimError> {
+    fn dyn_begin(&mut self, st: OpState, id: usize) -> Res<()> {
         let leaving = matches!(st.op, ReconfigOp::Offline(_) | ReconfigOp::Fuse(_));
         let latency_us: f64 = st.steps.iter().map(|s| s.us).sum();
         let latency = SimTime::from_ns_f64(latency_us * 1e3);
@@ -664,7 +673,7 @@ impl Engine {
     }
 
     /// Take `cpus` out of service: their tasks go elsewhere.
-    fn dyn_evacuate(&mut self, cpus: &[CpuId]) -> Result<(), SimError> {
+    fn dyn_evacuate(&mut self, cpus: &[CpuId]) -> Res<()> {
         let n = self.m.ncpus();
         for &c in cpus {
             self.online[c] = false;
@@ -743,7 +752,7 @@ impl Engine {
     }
 
     /// Operation `id` completes.
-    fn reconfig_done(&mut self, id: usize) -> Result<(), SimError> {
+    fn reconfig_done(&mut self, id: usize) -> Res<()> {
         let (op, mech, targets, proxy, deferred, start) = {
             let d = self.dynm.as_ref().expect("dynamic state");
             let o = &d.ops[id];
@@ -859,7 +868,7 @@ impl Engine {
 
     /// Deferred hotplug: if the configuration of operation `id` still
     /// stands, hotplug its proxied CPUs for real.
-    fn deferred_due(&mut self, id: usize) -> Result<(), SimError> {
+    fn deferred_due(&mut self, id: usize) -> Res<()> {
         let d = self.dynm.as_ref().expect("dynamic state");
         let targets = d.ops[id].targets.clone();
         let stands = targets

@@ -35,6 +35,11 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use std::collections::BTreeMap;
 
+/// The engine's internal results: the error boxed, so that a result is one
+/// word (or two) returned in registers on the hot paths, where the unboxed
+/// error (about 56 bytes) made every call return its result through memory.
+pub(crate) type Res<T> = Result<T, Box<SimError>>;
+
 /// Payload of an event.
 #[derive(Copy, Clone, Debug)]
 enum Ev {
@@ -931,7 +936,7 @@ impl Engine {
     /// Apply the requests the last callback recorded. Most callbacks record
     /// none, so the check is inlined and the work is out of line.
     #[inline(always)]
-    fn apply(&mut self) -> Result<(), SimError> {
+    fn apply(&mut self) -> Res<()> {
         if self.reqs.is_empty() {
             return Ok(());
         }
@@ -939,7 +944,7 @@ impl Engine {
     }
 
     #[inline(never)]
-    fn apply_some(&mut self) -> Result<(), SimError> {
+    fn apply_some(&mut self) -> Res<()> {
         // The commonest batch by far: one tick wish from the scheduler.
         if let [Request::WantTick { cpu, on }] = self.reqs[..] {
             if matches!(self.src, Src::Sched) && cpu < self.m.ncpus() {
@@ -951,7 +956,7 @@ impl Engine {
         self.apply_pending()
     }
 
-    fn apply_pending(&mut self) -> Result<(), SimError> {
+    fn apply_pending(&mut self) -> Res<()> {
         // The scheduler's frequent requests (tick wishes, reschedules) trigger
         // no callback, so a run of them at the front of the batch is applied
         // straight from `reqs`; usually that is the whole batch.
@@ -989,7 +994,7 @@ impl Engine {
     /// Apply a batch in order. The scheduler's frequent requests (tick
     /// wishes, reschedules) are applied in place; the others are applied by
     /// `apply_one` from a copy (they are rare).
-    fn apply_batch(&mut self, batch: &[Request]) -> Result<(), SimError> {
+    fn apply_batch(&mut self, batch: &[Request]) -> Res<()> {
         let n = self.m.ncpus();
         let sched = matches!(self.src, Src::Sched);
         for r in batch {
@@ -1011,12 +1016,7 @@ impl Engine {
         }
     }
 
-    fn sched_select(
-        &mut self,
-        t: TaskId,
-        prev: Option<CpuId>,
-        flags: EnqFlags,
-    ) -> Result<CpuId, SimError> {
+    fn sched_select(&mut self, t: TaskId, prev: Option<CpuId>, flags: EnqFlags) -> Res<CpuId> {
         self.src = Src::Sched;
         self.dsq_mode(dsq::Mode::Select(t));
         let cpu = self.with_sched(|s, cx| s.select_cpu(cx, t, prev, flags));
@@ -1024,21 +1024,21 @@ impl Engine {
         self.apply()?;
         self.src = Src::Sched;
         if cpu >= self.m.ncpus() {
-            return Err(self.policy_err(format!(
+            return Err(Box::new(self.policy_err(format!(
                 "select_cpu returned cpu {cpu} for task {t}, which does not exist"
-            )));
+            ))));
         }
         // A CPU borrowed by a fused object still queues its own threads.
         if !self.online[cpu] && !self.dyn_borrowed(cpu) {
-            return Err(self.policy_err(format!(
+            return Err(Box::new(self.policy_err(format!(
                 "select_cpu returned cpu {cpu} for task {t}, which is offline"
-            )));
+            ))));
         }
         if !self.tasks[t].affinity.contains(cpu) {
-            return Err(self.policy_err(format!(
+            return Err(Box::new(self.policy_err(format!(
                 "select_cpu returned cpu {cpu} for task {t}, outside its affinity {:?}",
                 self.tasks[t].affinity.to_vec(self.m.ncpus())
-            )));
+            ))));
         }
         if self.dsq.is_some() {
             self.dsq_after_select(t, cpu)?;
@@ -1046,7 +1046,7 @@ impl Engine {
         Ok(cpu)
     }
 
-    fn sched_enqueue(&mut self, t: TaskId, cpu: CpuId, flags: EnqFlags) -> Result<(), SimError> {
+    fn sched_enqueue(&mut self, t: TaskId, cpu: CpuId, flags: EnqFlags) -> Res<()> {
         self.src = Src::Sched;
         // A task queued directly from select_cpu skips enqueue (sched_ext).
         if !self.dsq_queued(t) {
@@ -1061,7 +1061,7 @@ impl Engine {
 
     // ------------------------------------------------------------ requests
 
-    fn apply_one(&mut self, r: Request) -> Result<(), SimError> {
+    fn apply_one(&mut self, r: Request) -> Res<()> {
         let n = self.m.ncpus();
         // Agents act like a user-space daemon (affinity, nice, frequency);
         // governors only set frequencies.
@@ -1077,9 +1077,9 @@ impl Engine {
             Src::Gov => matches!(r, Request::SetFrequency { .. } | Request::Fail(_)),
         };
         if !allowed {
-            return Err(self.policy_err(format!(
+            return Err(Box::new(self.policy_err(format!(
                 "{r:?} is not allowed: agents act only through set_affinity, set_nice and set_frequency, governors only through set_frequency"
-            )));
+            ))));
         }
         let bad_cpu = |s: &Self, c: CpuId, what: &str| -> Option<SimError> {
             if c >= n {
@@ -1103,7 +1103,7 @@ impl Engine {
         match r {
             Request::Resched(cpu) => {
                 if let Some(e) = bad_cpu(self, cpu, "resched") {
-                    return Err(e);
+                    return Err(Box::new(e));
                 }
                 self.flag_resched(cpu);
             }
@@ -1113,24 +1113,28 @@ impl Engine {
                 if task >= self.tasks.len() || cpu >= n {
                     let w = what();
                     let e = bad_task(self, task, &w).or_else(|| bad_cpu(self, cpu, &w));
-                    return Err(e.expect("an invalid task or cpu"));
+                    return Err(Box::new(e.expect("an invalid task or cpu")));
                 }
                 if !self.online[cpu] {
-                    return Err(self.policy_err(format!("{}: cpu {cpu} is offline", what())));
+                    return Err(Box::new(
+                        self.policy_err(format!("{}: cpu {cpu} is offline", what())),
+                    ));
                 }
                 if !self.tasks[task].affinity.contains(cpu) {
-                    return Err(self.policy_err(format!(
+                    return Err(Box::new(self.policy_err(format!(
                         "{}: cpu {cpu} is outside the task's affinity {:?}",
                         what(),
                         self.tasks[task].affinity.to_vec(n)
-                    )));
+                    ))));
                 }
                 if self.is_class_task(task) {
-                    return Err(self.class_refusal(task, &what()));
+                    return Err(Box::new(self.class_refusal(task, &what())));
                 }
                 match self.tasks[task].state {
                     TaskState::Exited => {
-                        return Err(self.policy_err(format!("{}: the task has exited", what())));
+                        return Err(Box::new(
+                            self.policy_err(format!("{}: the task has exited", what())),
+                        ));
                     }
                     TaskState::Running => {
                         let src = self.tasks[task].cpu;
@@ -1149,18 +1153,18 @@ impl Engine {
             Request::SetAffinity { task, cpus } => {
                 let what = format!("set_affinity(task {task}, {cpus:?})");
                 if let Some(e) = bad_task(self, task, &what) {
-                    return Err(e);
+                    return Err(Box::new(e));
                 }
                 if cpus.is_empty() {
-                    return Err(self.policy_err(format!("{what}: empty cpu list")));
+                    return Err(Box::new(self.policy_err(format!("{what}: empty cpu list"))));
                 }
                 if self.is_class_task(task) {
                     return self.class_set_affinity(task, &cpus, &what);
                 }
                 if let Some(&c) = cpus.iter().find(|&&c| c >= n) {
-                    return Err(self.policy_err(format!(
+                    return Err(Box::new(self.policy_err(format!(
                         "{what}: cpu {c} does not exist (machine has {n} cpus)"
-                    )));
+                    ))));
                 }
                 self.iw_affinity(task, true);
                 self.tasks[task].affinity = CpuSet::from_cpus(&cpus, n);
@@ -1185,10 +1189,12 @@ impl Engine {
             Request::SetNice { task, nice } => {
                 let what = format!("set_nice(task {task}, {nice})");
                 if let Some(e) = bad_task(self, task, &what) {
-                    return Err(e);
+                    return Err(Box::new(e));
                 }
                 if !(-20..=19).contains(&nice) {
-                    return Err(self.policy_err(format!("{what}: nice must be within -20..19")));
+                    return Err(Box::new(
+                        self.policy_err(format!("{what}: nice must be within -20..19")),
+                    ));
                 }
                 let old = self.tasks[task].weight;
                 self.tasks[task].nice = nice;
@@ -1203,16 +1209,16 @@ impl Engine {
             }
             Request::WantTick { cpu, on } => {
                 if let Some(e) = bad_cpu(self, cpu, "want_tick") {
-                    return Err(e);
+                    return Err(Box::new(e));
                 }
                 self.want_tick(cpu, on);
             }
             Request::ArmTimer { at, token } => {
                 if at < self.now {
-                    return Err(self.policy_err(format!(
+                    return Err(Box::new(self.policy_err(format!(
                         "arm_timer(token {token}): time {at} is in the past (now {})",
                         self.now
-                    )));
+                    ))));
                 }
                 self.timer_gen = self.timer_gen.wrapping_add(1);
                 self.timers.insert(token, self.timer_gen);
@@ -1231,19 +1237,19 @@ impl Engine {
             Request::SetFrequency { domain, mhz } => {
                 let what = format!("set_frequency(domain {domain}, {mhz} MHz)");
                 if domain >= self.m.domains.len() {
-                    return Err(self.policy_err(format!(
+                    return Err(Box::new(self.policy_err(format!(
                         "{what}: domain {domain} does not exist ({} domains)",
                         self.m.domains.len()
-                    )));
+                    ))));
                 }
                 let ty = &self.m.types[self.m.domains[domain].ty];
                 if ty.pstate_index(mhz).is_none() {
                     let avail: Vec<String> = ty.pstates.iter().map(|p| p.mhz.to_string()).collect();
-                    return Err(self.policy_err(format!(
+                    return Err(Box::new(self.policy_err(format!(
                         "{what}: not a P-state of cpu type \"{}\"; available: {}",
                         ty.name,
                         avail.join(", ")
-                    )));
+                    ))));
                 }
                 self.dom_gen[domain] = self.dom_gen[domain].wrapping_add(1);
                 let gen = self.dom_gen[domain];
@@ -1269,7 +1275,7 @@ impl Engine {
                     self.warnings.push(msg);
                 }
             }
-            Request::Fail(msg) => return Err(self.policy_err(msg)),
+            Request::Fail(msg) => return Err(Box::new(self.policy_err(msg))),
         }
         Ok(())
     }
@@ -1304,18 +1310,18 @@ impl Engine {
     // ------------------------------------------------------------ running
 
     /// Put task `t` on idle CPU `cpu`.
-    fn start_running(&mut self, cpu: CpuId, t: TaskId) -> Result<(), SimError> {
+    fn start_running(&mut self, cpu: CpuId, t: TaskId) -> Res<()> {
         if self.tasks[t].state != TaskState::Runnable {
-            return Err(self.policy_err(format!(
+            return Err(Box::new(self.policy_err(format!(
                 "pick_next on cpu {cpu} returned task {t}, which is {} (not runnable)",
                 self.tasks[t].state.name()
-            )));
+            ))));
         }
         if !self.tasks[t].affinity.contains(cpu) {
-            return Err(self.policy_err(format!(
+            return Err(Box::new(self.policy_err(format!(
                 "pick_next on cpu {cpu} returned task {t}, whose affinity {:?} excludes it",
                 self.tasks[t].affinity.to_vec(self.m.ncpus())
-            )));
+            ))));
         }
         self.sync(cpu);
         self.set_state(t, TaskState::Running);
@@ -1380,14 +1386,14 @@ impl Engine {
     /// If not, the scheduler may handle the fault; otherwise the task gets the
     /// SIGILL outcome. Returns whether `t` may go on running on `cpu`.
     #[inline]
-    fn feature_ok(&mut self, t: TaskId, cpu: CpuId) -> Result<bool, SimError> {
+    fn feature_ok(&mut self, t: TaskId, cpu: CpuId) -> Res<bool> {
         if !self.any_feature {
             return Ok(true);
         }
         self.feature_ok_slow(t, cpu)
     }
 
-    fn feature_ok_slow(&mut self, t: TaskId, cpu: CpuId) -> Result<bool, SimError> {
+    fn feature_ok_slow(&mut self, t: TaskId, cpu: CpuId) -> Res<bool> {
         if self.vm.is_vcpu(t) {
             return Ok(true); // ISA features are not modelled inside VMs
         }
@@ -1412,9 +1418,9 @@ impl Engine {
         });
         if handled {
             if self.tasks[t].affinity.contains(cpu) {
-                return Err(self.policy_err(format!(
+                return Err(Box::new(self.policy_err(format!(
                     "on_fault handled task {t}'s fault on cpu {cpu} but left cpu {cpu} in its affinity"
-                )));
+                ))));
             }
             // The affinity change flagged a resched; the task is moved then.
             self.refresh(cpu);
@@ -1444,7 +1450,7 @@ impl Engine {
     /// Take the running task off `cpu`. `runnable`: preempted (not counted as
     /// a voluntary switch). The CPU is left idle; the caller decides about a
     /// resched.
-    fn stop_running(&mut self, cpu: CpuId, runnable: bool) -> Result<TaskId, SimError> {
+    fn stop_running(&mut self, cpu: CpuId, runnable: bool) -> Res<TaskId> {
         let t = self.current[cpu].expect("stop_running on idle cpu");
         self.sync(cpu);
         self.vm_vcpu_stopping(t);
@@ -1484,7 +1490,7 @@ impl Engine {
     }
 
     /// Reschedule `cpu`: preempt its task if it is still runnable, then pick.
-    fn resched(&mut self, cpu: CpuId) -> Result<(), SimError> {
+    fn resched(&mut self, cpu: CpuId) -> Res<()> {
         if self.dsq.is_some() {
             return self.dsq_resched(cpu);
         }
@@ -1522,14 +1528,14 @@ impl Engine {
         self.picking = None;
         if let Some(n) = next? {
             if n >= self.tasks.len() {
-                return Err(self.policy_err(format!(
+                return Err(Box::new(self.policy_err(format!(
                     "pick_next on cpu {cpu} returned task {n}, which does not exist"
-                )));
+                ))));
             }
             if self.current[cpu].is_some() {
-                return Err(self.policy_err(format!(
+                return Err(Box::new(self.policy_err(format!(
                     "pick_next on cpu {cpu} returned task {n} but the cpu became busy during the callback"
-                )));
+                ))));
             }
             if let Some(p) = prev {
                 if p != n && self.tasks[p].state == TaskState::Runnable {
@@ -1548,7 +1554,7 @@ impl Engine {
     /// The next task of idle `cpu`: over the class stack when there are rt
     /// or deadline tasks, else the scheduler's.
     #[inline]
-    fn pick(&mut self, cpu: CpuId) -> Result<Option<TaskId>, SimError> {
+    fn pick(&mut self, cpu: CpuId) -> Res<Option<TaskId>> {
         if self.cls.is_some() {
             return self.class_pick(cpu);
         }
@@ -1558,7 +1564,7 @@ impl Engine {
     /// Ask the scheduler for the next task of idle `cpu`: `pick_next`, and if
     /// it has none, `balance` then `pick_next` once more.
     #[inline]
-    fn fair_pick(&mut self, cpu: CpuId) -> Result<Option<TaskId>, SimError> {
+    fn fair_pick(&mut self, cpu: CpuId) -> Res<Option<TaskId>> {
         self.src = Src::Sched;
         let next = self.with_sched(|s, cx| s.pick_next(cx, cpu));
         self.apply()?;
@@ -1574,7 +1580,7 @@ impl Engine {
         Ok(next)
     }
 
-    fn process_resched(&mut self) -> Result<(), SimError> {
+    fn process_resched(&mut self) -> Res<()> {
         loop {
             let mut i = 0;
             while i < self.resched_list.len() {
@@ -1595,7 +1601,7 @@ impl Engine {
     // ------------------------------------------------------------ programs
 
     /// Make `t` runnable and place it.
-    fn wake(&mut self, t: TaskId, flags: EnqFlags) -> Result<(), SimError> {
+    fn wake(&mut self, t: TaskId, flags: EnqFlags) -> Res<()> {
         if self.vm.is_guest(t) {
             return self.g_wake(t, flags);
         }
@@ -1619,7 +1625,7 @@ impl Engine {
         self.sched_enqueue(t, cpu, flags)
     }
 
-    fn block(&mut self, t: TaskId, state: TaskState, reason: &'static str) -> Result<(), SimError> {
+    fn block(&mut self, t: TaskId, state: TaskState, reason: &'static str) -> Res<()> {
         if self.tasks[t].state == TaskState::Running && self.vm.is_guest(t) {
             self.g_unrun(t)?;
         } else if self.tasks[t].state == TaskState::Running {
@@ -1637,7 +1643,7 @@ impl Engine {
         Ok(())
     }
 
-    fn sleep_for(&mut self, t: TaskId, ns: u64, reason: &'static str) -> Result<(), SimError> {
+    fn sleep_for(&mut self, t: TaskId, ns: u64, reason: &'static str) -> Res<()> {
         self.block(t, TaskState::Sleeping, reason)?;
         let task = &mut self.tasks[t];
         task.wake_gen = task.wake_gen.wrapping_add(1);
@@ -1653,12 +1659,12 @@ impl Engine {
         Ok(())
     }
 
-    fn sleep_until(&mut self, t: TaskId, at: SimTime) -> Result<(), SimError> {
+    fn sleep_until(&mut self, t: TaskId, at: SimTime) -> Res<()> {
         let ns = at.since(self.now).0;
         self.sleep_for(t, ns, "period")
     }
 
-    fn kill(&mut self, t: TaskId, reason: String) -> Result<(), SimError> {
+    fn kill(&mut self, t: TaskId, reason: String) -> Res<()> {
         self.tasks[t].kill_reason = Some(reason);
         let p = self.tasks[t].program;
         // A killed thread no longer takes part in its program's barrier.
@@ -1673,7 +1679,7 @@ impl Engine {
         self.try_release_barrier(p)
     }
 
-    fn exit(&mut self, t: TaskId) -> Result<(), SimError> {
+    fn exit(&mut self, t: TaskId) -> Res<()> {
         if self.tasks[t].state == TaskState::Running && self.vm.is_guest(t) {
             self.g_unrun(t)?;
         } else if self.tasks[t].state == TaskState::Running {
@@ -1723,7 +1729,7 @@ impl Engine {
         }
     }
 
-    fn start_program(&mut self, p: usize) -> Result<(), SimError> {
+    fn start_program(&mut self, p: usize) -> Res<()> {
         self.sync_instance_start(p);
         let now = self.now;
         let nthreads = self.progs[p].threads.len();
@@ -1773,7 +1779,7 @@ impl Engine {
     /// `from`, at most [`START_CHUNK`] of them; where more remain, note
     /// where to go on. The run loop finishes the start before anything else
     /// happens, so chunks change no decision, only where a Ctrl-C can land.
-    fn start_threads(&mut self, p: usize, from: usize) -> Result<(), SimError> {
+    fn start_threads(&mut self, p: usize, from: usize) -> Res<()> {
         let n = self.progs[p].threads.len();
         let to = n.min(from + START_CHUNK);
         for i in from..to {
@@ -1788,7 +1794,7 @@ impl Engine {
 
     /// Release the barrier of program `p` if enough threads wait at it.
     /// Returns whether it was released.
-    fn try_release_barrier(&mut self, p: usize) -> Result<(), SimError> {
+    fn try_release_barrier(&mut self, p: usize) -> Res<()> {
         let prog = &self.progs[p];
         if prog.barrier_waiting.is_empty()
             || (prog.barrier_waiting.len() as u32) < prog.barrier_count
@@ -1802,7 +1808,7 @@ impl Engine {
     /// The barrier of program `p` opened: blocked waiters go on; spinning
     /// ones stop spinning (the rest of their spin is not executed) and go on
     /// as soon as they are on a CPU.
-    fn release_waiters(&mut self, p: usize, waiters: Vec<usize>) -> Result<(), SimError> {
+    fn release_waiters(&mut self, p: usize, waiters: Vec<usize>) -> Res<()> {
         let spinning = std::mem::take(&mut self.progs[p].barrier_spinning);
         for w in waiters {
             if spinning.contains(&w) {
@@ -1826,7 +1832,7 @@ impl Engine {
     /// If `t` was spinning at its program's barrier, its spin ran out before
     /// the barrier opened: it blocks (libgomp's futex wait). Returns whether
     /// it did.
-    fn spin_ran_out(&mut self, t: TaskId) -> Result<bool, SimError> {
+    fn spin_ran_out(&mut self, t: TaskId) -> Res<bool> {
         let p = self.tasks[t].program;
         let spinning = &mut self.progs[p].barrier_spinning;
         let Some(i) = spinning.iter().position(|&x| x == t) else {
@@ -1849,7 +1855,7 @@ impl Engine {
     /// Run `t`'s program forward until it needs a CPU, sleeps, blocks or
     /// exits. Called when a phase completes (the task is running) and when a
     /// task starts or is woken.
-    fn step(&mut self, t: TaskId) -> Result<(), SimError> {
+    fn step(&mut self, t: TaskId) -> Res<()> {
         if !self.progs[self.tasks[t].program]
             .barrier_spinning
             .is_empty()
@@ -1864,7 +1870,7 @@ impl Engine {
             zero_time_ops += 1;
             if zero_time_ops >= STALL_EVENTS {
                 let name = self.progs[self.tasks[t].program].name.clone();
-                return Err(SimError::Invariant {
+                return Err(Box::new(SimError::Invariant {
                     time: self.now,
                     message: format!(
                         "simulated time stopped advancing: thread {} of program \"{name}\" \
@@ -1874,7 +1880,7 @@ impl Engine {
                         self.tasks[t].thread,
                         self.now.as_secs_f64()
                     ),
-                });
+                }));
             }
             if self.tasks[t].pending_io > 0 {
                 let io = std::mem::take(&mut self.tasks[t].pending_io);
@@ -1978,7 +1984,7 @@ impl Engine {
 
     /// `t` has work to do: keep running if it is on a CPU, else become
     /// runnable.
-    fn need_cpu(&mut self, t: TaskId) -> Result<(), SimError> {
+    fn need_cpu(&mut self, t: TaskId) -> Res<()> {
         match self.tasks[t].state {
             TaskState::Running if self.vm.is_guest(t) => {
                 self.g_need_cpu_running(t);
@@ -2064,7 +2070,11 @@ impl Engine {
     // ------------------------------------------------------------ main loop
 
     /// Run to the end of the scenario (or until every program finished).
-    pub fn run(&mut self, mut progress: Option<Progress>) -> Result<(), SimError> {
+    pub fn run(&mut self, progress: Option<Progress>) -> Result<(), SimError> {
+        self.run_events(progress).map_err(|e| *e)
+    }
+
+    fn run_events(&mut self, mut progress: Option<Progress>) -> Res<()> {
         // Initial state: every CPU idle at its idle power.
         for c in 0..self.m.ncpus() {
             self.refresh(c);
@@ -2160,7 +2170,7 @@ impl Engine {
             if time == stall_at {
                 stalled += 1;
                 if stalled >= stall_limit {
-                    return Err(self.stall_error(&ev, stalled));
+                    return Err(Box::new(self.stall_error(&ev, stalled)));
                 }
             } else {
                 stall_at = time;
@@ -2168,10 +2178,10 @@ impl Engine {
             }
             debug_assert!(time >= self.now, "time went backwards");
             if time < self.now {
-                return Err(SimError::Invariant {
+                return Err(Box::new(SimError::Invariant {
                     time: self.now,
                     message: format!("event at {time} is in the past"),
-                });
+                }));
             }
             self.now = time;
             if let Ev::End = ev {
@@ -2386,7 +2396,7 @@ impl Engine {
     }
 
     /// Handle one event. Returns false for a stale event.
-    fn handle(&mut self, ev: Ev) -> Result<bool, SimError> {
+    fn handle(&mut self, ev: Ev) -> Res<bool> {
         match ev {
             Ev::Complete { cpu, gen } => {
                 let cpu = cpu as usize;

@@ -47,6 +47,7 @@
 //! thread and what it waits for.
 
 use super::queue::EventClass;
+use super::Res;
 use super::{Engine, Ev};
 use crate::error::{at, SimError};
 use crate::os::{CpuSet, Task, TaskId, TaskState};
@@ -226,7 +227,7 @@ impl Engine {
     /// Run one of the operations of this module for `t` (its program
     /// counter already past it). Returns whether `t` stopped (blocked,
     /// sleeping or needing a CPU); otherwise its program goes on.
-    pub(super) fn sync_op(&mut self, t: TaskId, op: Op) -> Result<bool, SimError> {
+    pub(super) fn sync_op(&mut self, t: TaskId, op: Op) -> Res<bool> {
         match op {
             Op::RunFor { ns } => {
                 let p = self.tasks[t].program;
@@ -265,10 +266,10 @@ impl Engine {
                         self.sync.mutexes[m].owner = Some(t);
                         Ok(false)
                     }
-                    Some(o) if o == t => Err(self.sync_misuse(
+                    Some(o) if o == t => Err(Box::new(self.sync_misuse(
                         t,
                         format!("locks mutex \"{mutex}\", which it already holds (mutexes are not recursive)"),
-                    )),
+                    ))),
                     Some(_) => {
                         self.sync.mutexes[m].waiters.push_back(t);
                         self.sync_block(t, Wait::Mutex(m), "lock")
@@ -385,7 +386,7 @@ impl Engine {
     }
 
     /// Block `t` on `w`, then end the run if nothing can ever wake anyone.
-    fn sync_block(&mut self, t: TaskId, w: Wait, reason: &'static str) -> Result<bool, SimError> {
+    fn sync_block(&mut self, t: TaskId, w: Wait, reason: &'static str) -> Res<bool> {
         self.set_waiting(t, Some(w));
         self.block(t, TaskState::Blocked, reason)?;
         self.deadlock_check()?;
@@ -393,7 +394,7 @@ impl Engine {
     }
 
     /// Wake `w`, blocked on one of this module's objects.
-    fn sync_wake(&mut self, w: TaskId) -> Result<(), SimError> {
+    fn sync_wake(&mut self, w: TaskId) -> Res<()> {
         self.set_waiting(w, None);
         if self.tasks[w].state == TaskState::Blocked {
             self.step(w)?;
@@ -412,22 +413,23 @@ impl Engine {
         )
     }
 
-    fn check_holds(&self, t: TaskId, m: usize, verb: &str) -> Result<(), SimError> {
+    fn check_holds(&self, t: TaskId, m: usize, verb: &str) -> Res<()> {
         let name = &self.sync.mutex_n.names[m];
         match self.sync.mutexes[m].owner {
             Some(o) if o == t => Ok(()),
-            Some(o) => Err(self.sync_misuse(
+            Some(o) => Err(Box::new(self.sync_misuse(
                 t,
                 format!("{verb} mutex \"{name}\", which {} holds", self.sync_who(o)),
-            )),
-            None => {
-                Err(self.sync_misuse(t, format!("{verb} mutex \"{name}\", which nobody holds")))
-            }
+            ))),
+            None => Err(Box::new(self.sync_misuse(
+                t,
+                format!("{verb} mutex \"{name}\", which nobody holds"),
+            ))),
         }
     }
 
     /// Release mutex `m`: its longest waiter takes it and goes on.
-    fn release_mutex(&mut self, m: usize) -> Result<(), SimError> {
+    fn release_mutex(&mut self, m: usize) -> Res<()> {
         match self.sync.mutexes[m].waiters.pop_front() {
             Some(w) => {
                 self.sync.mutexes[m].owner = Some(w);
@@ -441,7 +443,7 @@ impl Engine {
     }
 
     /// `t` waits on condition variable `cond`, releasing `mutex`.
-    fn cond_wait(&mut self, t: TaskId, cond: &str, mutex: &str) -> Result<bool, SimError> {
+    fn cond_wait(&mut self, t: TaskId, cond: &str, mutex: &str) -> Res<bool> {
         let c = self.sync.cond_n.id(cond);
         let m = self.sync.mutex_n.id(mutex);
         self.check_holds(t, m, &format!("waits on \"{cond}\" with"))?;
@@ -455,7 +457,7 @@ impl Engine {
 
     /// Wake the longest waiter of `c` (all of them with `all`): each takes
     /// its mutex back, or queues for it.
-    fn cond_signal(&mut self, c: usize, all: bool) -> Result<(), SimError> {
+    fn cond_signal(&mut self, c: usize, all: bool) -> Res<()> {
         loop {
             let Some((w, m)) = self.sync.conds[c].pop_front() else {
                 return Ok(());
@@ -515,7 +517,7 @@ impl Engine {
     }
 
     /// Open shared barrier `b`: every waiter but `arriving` goes on.
-    fn release_barrier(&mut self, b: usize, arriving: Option<TaskId>) -> Result<(), SimError> {
+    fn release_barrier(&mut self, b: usize, arriving: Option<TaskId>) -> Res<()> {
         let waiters = std::mem::take(&mut self.sync.barriers[b].waiting);
         for w in waiters {
             if Some(w) != arriving {
@@ -527,7 +529,7 @@ impl Engine {
 
     /// `t` exited: the shared barriers it belonged to may open now; and
     /// nobody may be left to wake the blocked threads.
-    pub(super) fn sync_exited(&mut self, t: TaskId) -> Result<(), SimError> {
+    pub(super) fn sync_exited(&mut self, t: TaskId) -> Res<()> {
         self.sync.run_for[t] = false;
         for i in 0..self.sync.member_of[t].len() {
             let b = self.sync.member_of[t][i];
@@ -619,7 +621,7 @@ impl Engine {
 
     /// The wall-time end of `t`'s `run_for` phase. Returns false for a
     /// stale event.
-    pub(super) fn run_for_end(&mut self, t: TaskId, gen: u32) -> Result<bool, SimError> {
+    pub(super) fn run_for_end(&mut self, t: TaskId, gen: u32) -> Res<bool> {
         if self.sync.run_gen[t] != gen || !self.sync.run_for[t] {
             return Ok(false);
         }
@@ -662,7 +664,7 @@ impl Engine {
 
     /// End the run if every live thread is blocked and nothing is left to
     /// wake any of them.
-    fn deadlock_check(&mut self) -> Result<(), SimError> {
+    fn deadlock_check(&mut self) -> Res<()> {
         if self.anyone_active() {
             return Ok(());
         }
@@ -693,13 +695,13 @@ impl Engine {
             };
             lines.push(format!("{who} {what}"));
         }
-        Err(at(
+        Err(Box::new(at(
             "workload",
             format!(
                 "deadlock at {:.9} s: every live thread is blocked and nothing can wake one: {}",
                 self.now.as_secs_f64(),
                 lines.join("; ")
             ),
-        ))
+        )))
     }
 }

@@ -17,6 +17,7 @@
 //! on. A vCPU whose guest has nothing to run blocks in the host ("vcpu-idle")
 //! and is woken when its guest gives it a task again.
 
+use super::Res;
 use super::{Engine, Src};
 use super::{VmRow, VmSetup};
 use crate::error::SimError;
@@ -315,24 +316,27 @@ impl Engine {
     }
 
     /// Apply the requests a guest scheduler recorded.
-    fn g_apply(&mut self, k: usize) -> Result<(), SimError> {
+    fn g_apply(&mut self, k: usize) -> Res<()> {
         let nv = self.vm.vms[k].vcur.len();
         while !self.vm.reqs.is_empty() {
             let batch = std::mem::take(&mut self.vm.reqs);
             for r in batch {
-                let bad_v = |s: &Self, v: CpuId, what: &str| -> Result<(), SimError> {
+                let bad_v = |s: &Self, v: CpuId, what: &str| -> Res<()> {
                     if v >= nv {
-                        Err(s.guest_err(
+                        Err(Box::new(s.guest_err(
                             k,
                             format!("{what}: vCPU {v} does not exist (the VM has {nv} vCPUs)"),
-                        ))
+                        )))
                     } else {
                         Ok(())
                     }
                 };
-                let bad_t = |s: &Self, t: TaskId, what: &str| -> Result<(), SimError> {
+                let bad_t = |s: &Self, t: TaskId, what: &str| -> Res<()> {
                     if t >= s.tasks.len() || s.level_of(t) != (Level::Guest { vm: k as u32 }) {
-                        Err(s.guest_err(k, format!("{what}: task {t} is not a task of this VM")))
+                        Err(Box::new(s.guest_err(
+                            k,
+                            format!("{what}: task {t} is not a task of this VM"),
+                        )))
                     } else {
                         Ok(())
                     }
@@ -347,16 +351,16 @@ impl Engine {
                         bad_t(self, task, &what)?;
                         bad_v(self, v, &what)?;
                         if !self.tasks[task].affinity.contains(v) {
-                            return Err(self.guest_err(
+                            return Err(Box::new(self.guest_err(
                                 k,
                                 format!("{what}: vCPU {v} is outside the task's affinity"),
-                            ));
+                            )));
                         }
                         match self.tasks[task].state {
                             TaskState::Exited => {
-                                return Err(
-                                    self.guest_err(k, format!("{what}: the task has exited"))
-                                )
+                                return Err(Box::new(
+                                    self.guest_err(k, format!("{what}: the task has exited")),
+                                ))
                             }
                             TaskState::Running => {
                                 let src = self.tasks[task].cpu;
@@ -385,9 +389,9 @@ impl Engine {
                         let what = format!("set_nice(task {task}, {nice})");
                         bad_t(self, task, &what)?;
                         if !(-20..=19).contains(&nice) {
-                            return Err(
-                                self.guest_err(k, format!("{what}: nice must be within -20..19"))
-                            );
+                            return Err(Box::new(
+                                self.guest_err(k, format!("{what}: nice must be within -20..19")),
+                            ));
                         }
                         let old = self.tasks[task].weight;
                         self.tasks[task].nice = nice;
@@ -400,7 +404,9 @@ impl Engine {
                         let what = format!("set_affinity(task {task}, {cpus:?})");
                         bad_t(self, task, &what)?;
                         if cpus.is_empty() {
-                            return Err(self.guest_err(k, format!("{what}: empty vCPU list")));
+                            return Err(Box::new(
+                                self.guest_err(k, format!("{what}: empty vCPU list")),
+                            ));
                         }
                         for &v in &cpus {
                             bad_v(self, v, &what)?;
@@ -421,12 +427,12 @@ impl Engine {
                             }
                         }
                     }
-                    Request::Fail(msg) => return Err(self.guest_err(k, msg)),
+                    Request::Fail(msg) => return Err(Box::new(self.guest_err(k, msg))),
                     other => {
-                        return Err(self.guest_err(
+                        return Err(Box::new(self.guest_err(
                             k,
                             format!("{other:?} is not available to a guest scheduler"),
-                        ))
+                        )))
                     }
                 }
             }
@@ -440,32 +446,26 @@ impl Engine {
         t: TaskId,
         prev: Option<CpuId>,
         flags: EnqFlags,
-    ) -> Result<CpuId, SimError> {
+    ) -> Res<CpuId> {
         let v = self.with_guest(k, |s, cx| s.select_cpu(cx, t, prev, flags));
         self.g_apply(k)?;
         let nv = self.vm.vms[k].vcur.len();
         if v >= nv {
-            return Err(self.guest_err(
+            return Err(Box::new(self.guest_err(
                 k,
                 format!("select_cpu returned vCPU {v} for task {t}; the VM has {nv} vCPUs"),
-            ));
+            )));
         }
         if !self.tasks[t].affinity.contains(v) {
-            return Err(self.guest_err(
+            return Err(Box::new(self.guest_err(
                 k,
                 format!("select_cpu returned vCPU {v} for task {t}, outside its affinity"),
-            ));
+            )));
         }
         Ok(v)
     }
 
-    fn g_enqueue(
-        &mut self,
-        k: usize,
-        t: TaskId,
-        v: CpuId,
-        flags: EnqFlags,
-    ) -> Result<(), SimError> {
+    fn g_enqueue(&mut self, k: usize, t: TaskId, v: CpuId, flags: EnqFlags) -> Res<()> {
         self.with_guest(k, |s, cx| s.enqueue(cx, t, v, flags));
         self.g_apply(k)?;
         self.g_kick(k, v);
@@ -473,7 +473,7 @@ impl Engine {
     }
 
     /// A guest task becomes runnable: the guest scheduler places it.
-    pub(crate) fn g_wake(&mut self, t: TaskId, flags: EnqFlags) -> Result<(), SimError> {
+    pub(crate) fn g_wake(&mut self, t: TaskId, flags: EnqFlags) -> Res<()> {
         let k = self.vm_of(t);
         self.set_state(t, TaskState::Runnable);
         if self.tasks[t].start.is_none() {
@@ -492,7 +492,7 @@ impl Engine {
     }
 
     /// A running guest task blocks, sleeps or exits: take it off its vCPU.
-    pub(crate) fn g_unrun(&mut self, t: TaskId) -> Result<(), SimError> {
+    pub(crate) fn g_unrun(&mut self, t: TaskId) -> Res<()> {
         let k = self.vm_of(t);
         let v = self.tasks[t].cpu;
         self.g_stop(k, v, false)?;
@@ -500,7 +500,7 @@ impl Engine {
         Ok(())
     }
 
-    fn g_stop(&mut self, k: usize, v: usize, runnable: bool) -> Result<TaskId, SimError> {
+    fn g_stop(&mut self, k: usize, v: usize, runnable: bool) -> Res<TaskId> {
         let t = self.vm.vms[k].vcur[v].expect("g_stop on an idle vCPU");
         let p = self.vcpu_pcpu(k, v);
         if let Some(p) = p {
@@ -523,7 +523,7 @@ impl Engine {
 
     /// `running` `t` on vCPU `v`: if the host runs `v`, `t` executes now;
     /// if `v` was blocked in the host, wake it.
-    fn g_start(&mut self, k: usize, v: usize, t: TaskId) -> Result<(), SimError> {
+    fn g_start(&mut self, k: usize, v: usize, t: TaskId) -> Res<()> {
         let p = self.vcpu_pcpu(k, v);
         if let Some(p) = p {
             self.sync(p);
@@ -571,7 +571,7 @@ impl Engine {
     }
 
     /// vCPU `v` has nothing to run: it blocks in the host.
-    fn vcpu_idle(&mut self, k: usize, v: usize) -> Result<(), SimError> {
+    fn vcpu_idle(&mut self, k: usize, v: usize) -> Res<()> {
         let vt = self.vm.vms[k].vcpu_task[v];
         match self.tasks[vt].state {
             TaskState::Running => {
@@ -597,7 +597,7 @@ impl Engine {
         Ok(())
     }
 
-    fn g_pick(&mut self, k: usize, v: usize) -> Result<Option<TaskId>, SimError> {
+    fn g_pick(&mut self, k: usize, v: usize) -> Res<Option<TaskId>> {
         let next = self.with_guest(k, |s, cx| s.pick_next(cx, v));
         self.g_apply(k)?;
         if next.is_some() {
@@ -611,7 +611,7 @@ impl Engine {
     }
 
     /// Reschedule vCPU `v` of VM `k` at the guest level.
-    fn g_resched(&mut self, k: usize, v: usize) -> Result<(), SimError> {
+    fn g_resched(&mut self, k: usize, v: usize) -> Res<()> {
         self.vm.vms[k].need_resched[v] = false;
         let prev = self.vm.vms[k].vcur[v];
         if let Some(t) = prev {
@@ -640,27 +640,27 @@ impl Engine {
         match next? {
             Some(n) => {
                 if n >= self.tasks.len() || self.level_of(n) != (Level::Guest { vm: k as u32 }) {
-                    return Err(self.guest_err(
+                    return Err(Box::new(self.guest_err(
                         k,
                         format!("pick_next on vCPU {v} returned task {n}, which is not a task of this VM"),
-                    ));
+                    )));
                 }
                 if self.tasks[n].state != TaskState::Runnable {
-                    return Err(self.guest_err(
+                    return Err(Box::new(self.guest_err(
                         k,
                         format!(
                             "pick_next on vCPU {v} returned task {n}, which is {} (not runnable)",
                             self.tasks[n].state.name()
                         ),
-                    ));
+                    )));
                 }
                 if !self.tasks[n].affinity.contains(v) {
-                    return Err(self.guest_err(
+                    return Err(Box::new(self.guest_err(
                         k,
                         format!(
                             "pick_next on vCPU {v} returned task {n}, whose affinity excludes it"
                         ),
-                    ));
+                    )));
                 }
                 if let Some(p) = prev {
                     if p != n && self.tasks[p].state == TaskState::Runnable {
@@ -684,7 +684,7 @@ impl Engine {
     /// Serve the guest-level reschedule requests; `false` when there were
     /// none (they may block or wake vCPUs in the host, which then need
     /// reschedules of their own).
-    pub(crate) fn vm_process_resched(&mut self) -> Result<bool, SimError> {
+    pub(crate) fn vm_process_resched(&mut self) -> Res<bool> {
         if self.vm.resched.is_empty() {
             return Ok(false);
         }
@@ -713,7 +713,7 @@ impl Engine {
     }
 
     /// A host tick on `cpu`: deliver the guest's tick to the vCPU it runs.
-    pub(crate) fn vm_guest_tick(&mut self, cpu: CpuId) -> Result<(), SimError> {
+    pub(crate) fn vm_guest_tick(&mut self, cpu: CpuId) -> Res<()> {
         let Some(Level::Vcpu { vm, v }) = self.current[cpu].map(|t| self.level_of(t)) else {
             return Ok(());
         };
@@ -729,7 +729,7 @@ impl Engine {
     }
 
     /// Initialise the guest schedulers.
-    pub(crate) fn vm_init(&mut self) -> Result<(), SimError> {
+    pub(crate) fn vm_init(&mut self) -> Res<()> {
         for k in 0..self.vm.vms.len() {
             self.with_guest(k, |s, cx| s.init(cx));
             self.g_apply(k)?;
