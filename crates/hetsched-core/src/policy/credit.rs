@@ -1979,10 +1979,10 @@ impl Credit {
         };
         // Offline CPUs are rare (reconfiguration): check them one by one
         // only when there are some.
-        let all_online = cx
-            .online
-            .chunks(64)
-            .all(|ch| ch.iter().fold(true, |a, &b| a & b));
+        let all_online =
+            cx.v.online
+                .chunks(64)
+                .all(|ch| ch.iter().fold(true, |a, &b| a & b));
         let aff = &cx.task(t).affinity;
         self.scratch_allowed.clear();
         self.scratch_idlers.clear();

@@ -139,6 +139,31 @@ pub struct Observation {
     pub runtime_s: f64,
 }
 
+/// The state of the CPUs a policy schedules that it reads through its
+/// context: the host's CPUs, or a virtual machine's vCPUs for its guest
+/// scheduler. The engine keeps one for the host and one per VM and lends it
+/// whole, so that a context costs one pointer for all of it (a context is
+/// built for every callback).
+#[derive(Clone, Debug, Default)]
+pub struct CpuView {
+    /// The task running on each CPU.
+    pub(crate) current: Vec<Option<TaskId>>,
+    /// Whether each CPU is online.
+    pub(crate) online: Vec<bool>,
+    /// Current frequency of each frequency domain, MHz.
+    pub(crate) domain_mhz: Vec<u32>,
+    /// Each CPU's rating, kept by the engine (recomputed at P-state changes).
+    pub(crate) ratings: Vec<f64>,
+    /// The scenario's cpusets (none for a guest).
+    pub(crate) cpusets: Vec<crate::os::Cpuset>,
+    /// Per task: what a host scheduler sees of a vCPU (empty without VMs,
+    /// and for a guest).
+    pub(crate) vcpus: Vec<Option<crate::os::VcpuInfo>>,
+    /// Fusion levels of the scenario's `[dynamic]` section (empty without,
+    /// and for a guest).
+    pub(crate) fusion_levels: Vec<usize>,
+}
+
 /// What a policy sees and acts through during one callback.
 ///
 /// The engine builds one for every callback, so it is kept cheap to build:
@@ -152,20 +177,12 @@ pub struct Ctx<'a> {
     /// The machine description.
     pub machine: &'a Machine,
     pub(crate) tasks: &'a Vec<Task>,
-    pub(crate) current: &'a Vec<Option<TaskId>>,
-    pub(crate) online: &'a Vec<bool>,
-    pub(crate) domain_mhz: &'a Vec<u32>,
+    /// The CPUs' state, lent whole (see [`CpuView`]).
+    pub(crate) v: &'a CpuView,
     pub(crate) progs: &'a Vec<crate::workload::Program>,
-    pub(crate) cpusets: &'a Vec<crate::os::Cpuset>,
-    /// Each CPU's rating, kept by the engine (recomputed at P-state changes).
-    pub(crate) ratings: &'a Vec<f64>,
     pub(crate) reqs: &'a mut Vec<Request>,
     pub(crate) rng: &'a mut rand_pcg::Pcg64Mcg,
     pub(crate) obs: &'a Vec<Observation>,
-    /// Per task: what a host scheduler sees of a vCPU (empty without VMs).
-    pub(crate) vcpus: &'a Vec<Option<crate::os::VcpuInfo>>,
-    /// Fusion levels of the scenario's `[dynamic]` section (empty without).
-    pub(crate) fusion_levels: &'a Vec<usize>,
     /// The dispatch queues, for a scheduler that uses them (`scx.rs`).
     pub(crate) dsq: Option<&'a mut dyn scx::DsqOps>,
     /// The util_est channel of the host's scheduler and governor (`None`
@@ -195,22 +212,22 @@ impl<'a> Ctx<'a> {
     /// The task running on `cpu`, if any.
     #[inline]
     pub fn current(&self, cpu: CpuId) -> Option<TaskId> {
-        self.current[cpu]
+        self.v.current[cpu]
     }
     /// Whether `cpu` is online.
     #[inline]
     pub fn online(&self, cpu: CpuId) -> bool {
-        self.online[cpu]
+        self.v.online[cpu]
     }
     /// Current frequency of `cpu`, MHz.
     #[inline]
     pub fn cpu_mhz(&self, cpu: CpuId) -> u32 {
-        self.domain_mhz[self.machine.cpus[cpu].domain]
+        self.v.domain_mhz[self.machine.cpus[cpu].domain]
     }
     /// Current frequency of a domain, MHz.
     #[inline]
     pub fn domain_mhz(&self, domain: usize) -> u32 {
-        self.domain_mhz[domain]
+        self.v.domain_mhz[domain]
     }
     /// Current capacity of `cpu` out of 1024: the type's capacity scaled by
     /// the current frequency and the duty cycle (class-independent). Unlike
@@ -226,7 +243,7 @@ impl<'a> Ctx<'a> {
     /// (or capacity) scaled by its current frequency and duty cycle,
     /// normalised to the slowest CPU of the machine (rating 1.0).
     pub fn rating(&self, cpu: CpuId) -> f64 {
-        self.ratings[cpu]
+        self.v.ratings[cpu]
     }
     /// The ISA feature the task's current phase needs, if any.
     pub fn task_feature(&self, t: TaskId) -> Option<usize> {
@@ -239,16 +256,16 @@ impl<'a> Ctx<'a> {
     /// If task `t` is a vCPU: its VM, index, weight and classes.
     #[inline]
     pub fn vcpu(&self, t: TaskId) -> Option<&crate::os::VcpuInfo> {
-        self.vcpus.get(t).and_then(|v| v.as_ref())
+        self.v.vcpus.get(t).and_then(|v| v.as_ref())
     }
     /// The scenario's cpusets.
     pub fn cpusets(&self) -> &[crate::os::Cpuset] {
-        self.cpusets
+        &self.v.cpusets
     }
     /// Runnable plus running tasks assigned to the CPUs of cpuset `i` (its
     /// ready-queue length as `/proc` would let a daemon estimate it).
     pub fn cpuset_load(&self, i: usize) -> usize {
-        let set = &self.cpusets[i].cpus;
+        let set = &self.v.cpusets[i].cpus;
         self.tasks
             .iter()
             .filter(|t| {
@@ -345,7 +362,7 @@ impl<'a> Ctx<'a> {
     pub fn want_tick(&mut self, cpu: CpuId, on: bool) {
         if self.reqs.is_empty() {
             if let Some(tw) = self.ticks.as_deref_mut() {
-                let busy = self.current.get(cpu).is_some_and(Option::is_some);
+                let busy = self.v.current.get(cpu).is_some_and(Option::is_some);
                 if tw.wish_in_place(cpu, on, busy) {
                     return;
                 }
@@ -372,7 +389,7 @@ impl<'a> Ctx<'a> {
     /// The fusion levels (CPUs per fused object) the scenario configures;
     /// empty without a `[dynamic]` section.
     pub fn fusion_levels(&self) -> &[usize] {
-        self.fusion_levels
+        &self.v.fusion_levels
     }
     /// Request: add a warning to the run's warnings (once per message).
     pub fn warn(&mut self, msg: String) {

@@ -43,7 +43,7 @@ pub mod scx;
 pub mod scx_central;
 pub mod scx_simple;
 
-pub use ctx::{Ctx, EnqFlags, Observation, Request};
+pub use ctx::{CpuView, Ctx, EnqFlags, Observation, Request};
 pub use params::{parse_spec, switched_on, About, ParamDef, Params, PolicySpec};
 pub use registry::{make_agent, make_governor, make_scheduler, registry, Kind, PolicyInfo};
 

@@ -137,8 +137,8 @@ impl<'a> Ctx<'a> {
             now: self.now,
             machine: self.machine,
             tasks: self.tasks,
-            current: self.current,
-            online: self.online,
+            current: &self.v.current,
+            online: &self.v.online,
         };
         let res = match self.dsq.as_deref_mut() {
             Some(d) => op(d, &v),

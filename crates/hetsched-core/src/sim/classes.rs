@@ -122,7 +122,7 @@ impl Engine {
     /// [`DL_LEVEL`] for a deadline task or the active fair server.
     fn run_level(&self, cpu: CpuId) -> u8 {
         let cls = self.cls.as_deref().expect("class state");
-        match self.current[cpu] {
+        match self.hv.current[cpu] {
             None => 0,
             Some(t) => {
                 let a = &self.tasks[t].sched;
@@ -150,7 +150,7 @@ impl Engine {
     /// The deadline of what runs on `cpu`, if a deadline entity runs there.
     fn run_deadline(&self, cpu: CpuId) -> Option<SimTime> {
         let cls = self.cls.as_deref().expect("class state");
-        let t = self.current[cpu]?;
+        let t = self.hv.current[cpu]?;
         if self.tasks[t].sched.policy == SchedPolicy::Deadline {
             Some(cls.dl[t].deadline)
         } else if cls.fs[cpu].active {
@@ -184,7 +184,7 @@ impl Engine {
     }
 
     fn allowed(&self, t: TaskId, cpu: CpuId) -> bool {
-        self.online[cpu] && self.tasks[t].affinity.contains(cpu)
+        self.hv.online[cpu] && self.tasks[t].affinity.contains(cpu)
     }
 
     /// The task's previous CPU if it may still run there, else its first
@@ -223,7 +223,7 @@ impl Engine {
         }
         let prev = self.prev_cpu(t);
         let test = self.run_level(prev) >= prio
-            && self.current[prev].is_some_and(|c| self.is_class_task(c));
+            && self.hv.current[prev].is_some_and(|c| self.is_class_task(c));
         if test || !self.rt_fits(prev) {
             if let Some(target) = self.rt_find_lowest(t, prio, None) {
                 if (test || self.rt_fits(target)) && prio > self.cpu_level(target) {
@@ -378,7 +378,7 @@ impl Engine {
     /// Charge the time since the last accounting on `cpu` to what runs
     /// there: an RR timeslice, a deadline budget, the fair server.
     fn class_account(&mut self, cpu: CpuId) {
-        self.class_charge(cpu, self.current[cpu]);
+        self.class_charge(cpu, self.hv.current[cpu]);
     }
 
     /// Charge the time since the last accounting on `cpu` to `cur`, the
@@ -414,7 +414,9 @@ impl Engine {
         let cls = self.cls.as_deref_mut().expect("class state");
         cls.enf_gen[cpu] = cls.enf_gen[cpu].wrapping_add(1);
         let gen = cls.enf_gen[cpu];
-        let Some(t) = self.current[cpu] else { return };
+        let Some(t) = self.hv.current[cpu] else {
+            return;
+        };
         let left = match self.tasks[t].sched.policy {
             SchedPolicy::Rr => Some(cls.rt.slice_left[t]),
             SchedPolicy::Fifo => None,
@@ -703,7 +705,7 @@ impl Engine {
                     return Ok(false);
                 }
                 self.class_account(cpu);
-                let Some(t) = self.current[cpu] else {
+                let Some(t) = self.hv.current[cpu] else {
                     return Ok(false);
                 };
                 let a = self.tasks[t].sched;
@@ -767,7 +769,7 @@ impl Engine {
                     return Ok(false);
                 }
                 self.class_account(cpu);
-                let cur = self.current[cpu];
+                let cur = self.hv.current[cpu];
                 let class_cur = cur.is_some_and(|t| self.tasks[t].sched.policy.above_fair());
                 if kind == K_FS_DEFER {
                     let fs = &mut self.cls().fs[cpu];

@@ -645,8 +645,8 @@ macro_rules! view {
             now: $s.now,
             machine: &$s.m,
             tasks: &$s.tasks,
-            current: &$s.current,
-            online: &$s.online,
+            current: &$s.hv.current,
+            online: &$s.hv.online,
         }
     };
 }
@@ -771,7 +771,7 @@ impl Engine {
         let Some(d) = self.dsq.as_deref_mut() else {
             return false;
         };
-        if d.slice_gen[cpu] != gen || self.current[cpu].is_none() {
+        if d.slice_gen[cpu] != gen || self.hv.current[cpu].is_none() {
             return false;
         }
         self.flag_resched(cpu);
@@ -829,7 +829,7 @@ impl Engine {
     #[inline(never)]
     pub(super) fn dsq_resched(&mut self, cpu: CpuId) -> Res<()> {
         self.cpus[cpu].need_resched = false;
-        let mut prev = self.current[cpu];
+        let mut prev = self.hv.current[cpu];
         if let Some(t) = prev {
             if self.tasks[t].state != TaskState::Running {
                 return Ok(());
@@ -838,13 +838,15 @@ impl Engine {
         // A task that may no longer run here (affinity, a migrate request)
         // leaves whatever happens.
         let movable = prev.filter(|&t| {
-            !self.tasks[t].affinity.contains(cpu) || self.tasks[t].cpu != cpu || !self.online[cpu]
+            !self.tasks[t].affinity.contains(cpu)
+                || self.tasks[t].cpu != cpu
+                || !self.hv.online[cpu]
         });
         if let Some(t) = movable {
             self.dsq_stop_requeue(cpu, t)?;
             prev = None;
         }
-        if !self.online[cpu] {
+        if !self.hv.online[cpu] {
             self.dq().set_idle(cpu, false);
             return Ok(());
         }
@@ -871,13 +873,13 @@ impl Engine {
         // The task stopped may have been queued right here (enq_last).
         let next = match next {
             Some(n) => Some(n),
-            None if self.current[cpu].is_none() => self.dq().pop_local(cpu),
+            None if self.hv.current[cpu].is_none() => self.dq().pop_local(cpu),
             None => None,
         };
         match next {
-            Some(n) if self.current[cpu].is_none() => {
+            Some(n) if self.hv.current[cpu].is_none() => {
                 self.start_running(cpu, n)?;
-                if self.current[cpu] == Some(n) {
+                if self.hv.current[cpu] == Some(n) {
                     self.dq().set_idle(cpu, false);
                     self.dsq_arm_slice(cpu, n);
                 }
@@ -889,7 +891,7 @@ impl Engine {
             }
             None => {}
         }
-        if self.current[cpu].is_none() {
+        if self.hv.current[cpu].is_none() {
             self.dq().set_idle(cpu, true);
         }
         Ok(())
@@ -902,7 +904,7 @@ impl Engine {
         self.stop_running(cpu, true)?;
         let mut dst = self.tasks[t].cpu;
         let mut flags = EnqFlags::Preempted;
-        if !self.tasks[t].affinity.contains(dst) || !self.online[dst] {
+        if !self.tasks[t].affinity.contains(dst) || !self.hv.online[dst] {
             dst = self.sched_select(t, Some(cpu), EnqFlags::Affinity)?;
             flags = EnqFlags::Affinity;
         } else if dst != cpu {

@@ -630,9 +630,9 @@ impl Engine {
             // Borrowed CPUs keep their run queues (their threads wait for
             // the object to be split); only the running task is preempted.
             for &c in &targets {
-                self.online[c] = false;
+                self.hv.online[c] = false;
                 self.iw_cpu(c);
-                if self.current[c].is_some() {
+                if self.hv.current[c].is_some() {
                     self.flag_resched(c);
                 }
             }
@@ -663,7 +663,7 @@ impl Engine {
         if d.halt_until[cpu] < until {
             d.halt_until[cpu] = until;
         }
-        if let Some(t) = self.current[cpu] {
+        if let Some(t) = self.hv.current[cpu] {
             self.sync(cpu);
             if self.tasks[t].stall_until < until {
                 self.tasks[t].stall_until = until;
@@ -676,7 +676,7 @@ impl Engine {
     fn dyn_evacuate(&mut self, cpus: &[CpuId]) -> Res<()> {
         let n = self.m.ncpus();
         for &c in cpus {
-            self.online[c] = false;
+            self.hv.online[c] = false;
             self.iw_cpu(c);
         }
         // A task allowed only on CPUs that are all out of service gets its
@@ -686,7 +686,7 @@ impl Engine {
                 continue;
             }
             let aff = &self.tasks[t].affinity;
-            if !(0..n).any(|c| self.online[c] && aff.contains(c)) {
+            if !(0..n).any(|c| self.hv.online[c] && aff.contains(c)) {
                 self.iw_affinity(t, true);
                 self.tasks[t].affinity = CpuSet::All;
                 self.iw_affinity(t, false);
@@ -697,7 +697,7 @@ impl Engine {
             }
         }
         for &c in cpus {
-            if self.current[c].is_some() {
+            if self.hv.current[c].is_some() {
                 self.flag_resched(c);
             }
             self.dsq_retarget(c);
@@ -731,10 +731,10 @@ impl Engine {
         let until = self.now + dur;
         let mut lost = 0u64;
         for c in 0..self.m.ncpus() {
-            if targets.contains(&c) || !self.online[c] {
+            if targets.contains(&c) || !self.hv.online[c] {
                 continue;
             }
-            if self.current[c].is_some() {
+            if self.hv.current[c].is_some() {
                 lost += dur.0;
             }
             self.dyn_stall(c, until);
@@ -825,7 +825,7 @@ impl Engine {
                         self.dyn_end_proxy(c);
                         let d = self.dynm.as_mut().expect("dynamic state");
                         d.mode[c] = Mode::Online;
-                        self.online[c] = true;
+                        self.hv.online[c] = true;
                         self.iw_cpu(c);
                         self.flag_resched(c);
                     }
@@ -930,7 +930,7 @@ impl Engine {
         d.proxies[by].proxy_ms += cost.0 as f64 * 1e-6;
         d.mode[cpu] = Mode::Online;
         if cost > SimTime::ZERO {
-            if let Some(t) = self.current[by] {
+            if let Some(t) = self.hv.current[by] {
                 self.tasks[t].pending_stall += cost.0;
             }
         }

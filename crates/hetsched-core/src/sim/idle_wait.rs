@@ -219,7 +219,7 @@ impl Engine {
     /// `cpu`'s busy or online state may have changed.
     #[inline(always)]
     pub(super) fn iw_cpu(&mut self, cpu: CpuId) {
-        let idle = self.current[cpu].is_none() && self.online[cpu];
+        let idle = self.hv.current[cpu].is_none() && self.hv.online[cpu];
         let now = self.now;
         let iw = &mut self.iw;
         let full = iw.full;

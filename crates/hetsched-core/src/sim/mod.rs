@@ -230,9 +230,9 @@ pub struct Engine {
     /// All programs.
     pub progs: Vec<Program>,
     cpus: Vec<CpuRt>,
-    current: Vec<Option<TaskId>>,
-    online: Vec<bool>,
-    dom_mhz: Vec<u32>,
+    /// What the host's policies read of the CPUs: current tasks, online
+    /// CPUs, domain frequencies, ratings, cpusets, vCPUs, fusion levels.
+    hv: crate::policy::CpuView,
     dom_gen: Vec<u32>,
     q: EventQueue<Ev>,
     /// Current time.
@@ -267,13 +267,9 @@ pub struct Engine {
     seed: u64,
     pending_mhz: Vec<u32>,
     spare: Vec<Request>,
-    /// Rating of each CPU at its current frequency, normalised to the slowest.
-    cpu_rating: Vec<f64>,
     /// The CPU whose `pick_next`/`balance` is running: work placed on it then
     /// is picked by that very call and needs no further reschedule.
     picking: Option<CpuId>,
-    /// Cpusets of the scenario.
-    pub cpusets: Vec<crate::os::Cpuset>,
     /// Sum of the CPUs' power now, W (kept incrementally).
     total_power: f64,
     /// Power drawn whatever the load (platform and uncore idle), W.
@@ -286,9 +282,6 @@ pub struct Engine {
     vm: vm::VmState,
     /// Dynamic processors: offline CPUs, fused objects, proxies (`dynamic.rs`).
     dynm: Option<Box<dynamic::DynState>>,
-    /// The fusion levels of the scenario's `[dynamic]` section (empty
-    /// without), kept here so that a context lends them without a branch.
-    fusion_levels: Vec<usize>,
     /// Per CPU: whether its speed depends on its SMT siblings (a type with
     /// an SMT factor other than 1 or a program with one, and siblings), so
     /// that a change of its
@@ -410,7 +403,7 @@ impl Engine {
         }
         let nagents = s.agents.len();
         let nd = s.machine.domains.len();
-        let vm = vm::VmState::new(s.vms, &s.programs, s.tasks.len());
+        let (vm, vcpus) = vm::VmState::new(s.vms, &s.programs, s.tasks.len());
         let dsq = s
             .scheduler
             .uses_dsqs()
@@ -428,9 +421,15 @@ impl Engine {
             cls,
             util,
             cpus: vec![CpuRt::default(); n],
-            current: vec![None; n],
-            online: vec![true; n],
-            dom_mhz,
+            hv: crate::policy::CpuView {
+                current: vec![None; n],
+                online: vec![true; n],
+                domain_mhz: dom_mhz,
+                ratings: vec![1.0; n],
+                cpusets: s.cpusets,
+                vcpus,
+                fusion_levels: dynm.as_deref().map_or(Vec::new(), |d| d.fusion_levels()),
+            },
             dom_gen: vec![0; nd],
             q: EventQueue::new(),
             now: SimTime::ZERO,
@@ -463,15 +462,12 @@ impl Engine {
             seed: s.seed,
             pending_mhz: vec![0; nd],
             spare: Vec::new(),
-            cpu_rating: vec![1.0; n],
             picking: None,
-            cpusets: s.cpusets,
             total_power: 0.0,
             base_w,
             planes,
             peak_power_w: 0.0,
             vm,
-            fusion_levels: dynm.as_deref().map_or(Vec::new(), |d| d.fusion_levels()),
             dynm,
             smt_shared: Vec::new(),
             any_feature: false,
@@ -511,11 +507,7 @@ impl Engine {
             m,
             tasks,
             progs,
-            current,
-            online,
-            dom_mhz,
-            cpusets,
-            cpu_rating,
+            hv,
             cpus,
             reqs,
             rng,
@@ -523,16 +515,12 @@ impl Engine {
             gov,
             agents,
             vm,
-            fusion_levels,
             dsq,
             util,
             ..
         } = self;
         let vm::VmState {
-            vms,
-            vinfo,
-            reqs: vreqs,
-            ..
+            vms, reqs: vreqs, ..
         } = vm;
         let (sched, cx) = match who {
             CtxFor::Host | CtxFor::Sched | CtxFor::Agent => {
@@ -552,17 +540,11 @@ impl Engine {
                     now: *now,
                     machine: m,
                     tasks,
-                    current,
-                    online,
-                    domain_mhz: dom_mhz,
+                    v: hv,
                     progs,
-                    cpusets,
-                    ratings: cpu_rating,
                     reqs,
                     rng,
                     obs,
-                    vcpus: vinfo,
-                    fusion_levels,
                     dsq,
                     util,
                     ticks,
@@ -570,26 +552,17 @@ impl Engine {
                 (sched, cx)
             }
             CtxFor::Guest(k) => {
-                // A guest sees no cpusets and no vCPUs of its own.
-                const NO_CPUSETS: &Vec<crate::os::Cpuset> = &Vec::new();
-                const NO_VCPUS: &Vec<Option<crate::os::VcpuInfo>> = &Vec::new();
-                const NO_LEVELS: &Vec<usize> = &Vec::new();
+                // A guest sees its vCPUs, and no cpusets or vCPUs of its own.
                 let g = &mut vms[k];
                 let cx = Ctx {
                     now: *now,
                     machine: &g.machine,
                     tasks,
-                    current: &g.vcur,
-                    online: &g.online,
-                    domain_mhz: &g.dom_mhz,
+                    v: &g.v,
                     progs,
-                    cpusets: NO_CPUSETS,
-                    ratings: &g.ratings,
                     reqs: vreqs,
                     rng,
                     obs,
-                    vcpus: NO_VCPUS,
-                    fusion_levels: NO_LEVELS,
                     dsq: None,
                     util: None,
                     ticks: None,
@@ -624,7 +597,7 @@ impl Engine {
             .map(|c| self.m.perf(c, self.cpu_mhz(c)))
             .collect();
         let min = perf.iter().copied().fold(f64::INFINITY, f64::min);
-        for (r, p) in self.cpu_rating.iter_mut().zip(perf) {
+        for (r, p) in self.hv.ratings.iter_mut().zip(perf) {
             *r = p / min;
         }
     }
@@ -667,7 +640,7 @@ impl Engine {
     }
     /// Current frequency of a CPU.
     pub fn cpu_mhz(&self, cpu: CpuId) -> u32 {
-        self.dom_mhz[self.m.cpus[cpu].domain]
+        self.hv.domain_mhz[self.m.cpus[cpu].domain]
     }
     /// Simulated end time of the run (after `run`).
     pub fn end_time(&self) -> SimTime {
@@ -725,7 +698,7 @@ impl Engine {
         }
         // With VMs, a vCPU's run time is its own and its progress its guest's.
         let cur = if !self.vm.any() {
-            self.current[cpu]
+            self.hv.current[cpu]
         } else {
             self.vm_sync(cpu, dt)
         };
@@ -736,7 +709,7 @@ impl Engine {
             c.busy_ns += dt;
             let rate = c.rate;
             let hw = &self.m.cpus[cpu];
-            let ghz = self.dom_mhz[hw.domain] as f64 / 1000.0 * hw.duty_cycle;
+            let ghz = self.hv.domain_mhz[hw.domain] as f64 / 1000.0 * hw.duty_cycle;
             let task = &mut self.tasks[t];
             // A stalled task (refilling caches, in a trap) makes no progress.
             let from = self.now.0 - dt;
@@ -753,7 +726,7 @@ impl Engine {
             task.c.cache_misses += instr * p.refs_per_instr * p.miss_ratio;
             task.c.run_ns += dt;
             task.c.run_ns_by_type[hw.ty] += dt;
-            task.c.scaled_run_ns += dt as f64 * self.cpu_rating[cpu];
+            task.c.scaled_run_ns += dt as f64 * self.hv.ratings[cpu];
         }
     }
 
@@ -764,7 +737,7 @@ impl Engine {
         let gen = self.cpus[cpu].comp_gen.wrapping_add(1);
         self.cpus[cpu].comp_gen = gen;
         let old_power = self.cpus[cpu].power;
-        let mhz = self.dom_mhz[hw.domain];
+        let mhz = self.hv.domain_mhz[hw.domain];
         let volt = self.plane_volt(hw.domain);
         match self.exec_task(cpu) {
             None => {
@@ -781,7 +754,7 @@ impl Engine {
                 let p = &self.progs[task.program].params[task.param as usize];
                 // A busy sibling matters only where the SMT factor is not 1.
                 let sib_busy = self.m.smt_factor(cpu, p.smt_factor) != 1.0
-                    && hw.siblings.iter().any(|&s| self.current[s].is_some());
+                    && hw.siblings.iter().any(|&s| self.hv.current[s].is_some());
                 let key = (task.program, task.param, mhz, sib_busy);
                 let (rate, power) = match self.cpus[cpu].rate_key {
                     Some(k) if k == key && self.dynm.is_none() => self.cpus[cpu].rate_val,
@@ -828,7 +801,7 @@ impl Engine {
     /// The task executing on `cpu` (for a vCPU: its guest's current task).
     #[inline]
     fn exec_task(&self, cpu: CpuId) -> Option<TaskId> {
-        match self.current[cpu] {
+        match self.hv.current[cpu] {
             Some(t) if self.vm.any() => self.vm.exec(t),
             cur => cur,
         }
@@ -837,7 +810,7 @@ impl Engine {
     /// Whether `cpu` needs ticks: its scheduler asked, or its vCPU's guest.
     #[inline]
     fn wants_tick(&self, cpu: CpuId) -> bool {
-        self.cpus[cpu].tick_wanted || self.current[cpu].is_some_and(|t| self.vm.wants_tick(t))
+        self.cpus[cpu].tick_wanted || self.hv.current[cpu].is_some_and(|t| self.vm.wants_tick(t))
     }
 
     /// A CPU's busy state changed: SMT siblings may change speed.
@@ -851,7 +824,7 @@ impl Engine {
     fn refresh_siblings_now(&mut self, cpu: CpuId) {
         for i in 0..self.m.cpus[cpu].siblings.len() {
             let s = self.m.cpus[cpu].siblings[i];
-            if self.current[s].is_some() {
+            if self.hv.current[s].is_some() {
                 let program = self.exec_task(s).and_then(|t| {
                     let task = &self.tasks[t];
                     self.progs[task.program].params[task.param as usize].smt_factor
@@ -885,7 +858,7 @@ impl Engine {
     /// Kick an idle CPU that has just been given work (not the CPU that is
     /// picking right now: its pick serves the request).
     fn kick_idle(&mut self, cpu: CpuId) {
-        if self.current[cpu].is_none() && self.picking != Some(cpu) {
+        if self.hv.current[cpu].is_none() && self.picking != Some(cpu) {
             self.flag_resched(cpu);
         }
     }
@@ -1011,7 +984,7 @@ impl Engine {
     #[inline]
     fn want_tick(&mut self, cpu: CpuId, on: bool) {
         self.cpus[cpu].tick_wanted = on;
-        if on && self.current[cpu].is_some() && !self.cpus[cpu].tick_armed {
+        if on && self.hv.current[cpu].is_some() && !self.cpus[cpu].tick_armed {
             self.arm_tick(cpu);
         }
     }
@@ -1029,7 +1002,7 @@ impl Engine {
             ))));
         }
         // A CPU borrowed by a fused object still queues its own threads.
-        if !self.online[cpu] && !self.dyn_borrowed(cpu) {
+        if !self.hv.online[cpu] && !self.dyn_borrowed(cpu) {
             return Err(Box::new(self.policy_err(format!(
                 "select_cpu returned cpu {cpu} for task {t}, which is offline"
             ))));
@@ -1115,7 +1088,7 @@ impl Engine {
                     let e = bad_task(self, task, &w).or_else(|| bad_cpu(self, cpu, &w));
                     return Err(Box::new(e.expect("an invalid task or cpu")));
                 }
-                if !self.online[cpu] {
+                if !self.hv.online[cpu] {
                     return Err(Box::new(
                         self.policy_err(format!("{}: cpu {cpu} is offline", what())),
                     ));
@@ -1281,7 +1254,7 @@ impl Engine {
     }
 
     fn apply_freq(&mut self, domain: usize, mhz: u32) {
-        if self.dom_mhz[domain] == mhz {
+        if self.hv.domain_mhz[domain] == mhz {
             return;
         }
         let ncpus = self.m.domains[domain].cpus.len();
@@ -1289,7 +1262,7 @@ impl Engine {
             let c = self.m.domains[domain].cpus[i];
             self.sync(c);
         }
-        self.dom_mhz[domain] = mhz;
+        self.hv.domain_mhz[domain] = mhz;
         let peers = self.plane_update(domain);
         self.update_ratings();
         for i in 0..ncpus {
@@ -1359,7 +1332,7 @@ impl Engine {
         if h > self.tasks[t].stall_until {
             self.tasks[t].stall_until = h;
         }
-        self.current[cpu] = Some(t);
+        self.hv.current[cpu] = Some(t);
         self.iw_cpu(cpu);
         self.cpus[cpu].run_since = self.now;
         self.vm_vcpu_started(cpu, t);
@@ -1368,7 +1341,7 @@ impl Engine {
             self.with_sched(|s, cx| s.running(cx, t, cpu));
             self.apply()?;
         }
-        if self.current[cpu] != Some(t) {
+        if self.hv.current[cpu] != Some(t) {
             return Ok(());
         }
         if !self.feature_ok(t, cpu)? {
@@ -1451,7 +1424,7 @@ impl Engine {
     /// a voluntary switch). The CPU is left idle; the caller decides about a
     /// resched.
     fn stop_running(&mut self, cpu: CpuId, runnable: bool) -> Res<TaskId> {
-        let t = self.current[cpu].expect("stop_running on idle cpu");
+        let t = self.hv.current[cpu].expect("stop_running on idle cpu");
         self.sync(cpu);
         self.vm_vcpu_stopping(t);
         // A stall cut short by preemption is owed at the next start.
@@ -1469,7 +1442,7 @@ impl Engine {
             cpu,
             task: t,
         });
-        self.current[cpu] = None;
+        self.hv.current[cpu] = None;
         self.iw_cpu(cpu);
         if runnable {
             self.set_state(t, TaskState::Runnable);
@@ -1495,7 +1468,7 @@ impl Engine {
             return self.dsq_resched(cpu);
         }
         self.cpus[cpu].need_resched = false;
-        let prev = self.current[cpu];
+        let prev = self.hv.current[cpu];
         if let Some(t) = prev {
             if self.tasks[t].state != TaskState::Running {
                 return Ok(()); // already being handled
@@ -1507,8 +1480,8 @@ impl Engine {
             let mut dst = self.tasks[t].cpu;
             // A CPU borrowed by a fused object keeps its queue: a task
             // preempted there waits there for the split.
-            let kept = !self.online[dst] && self.dyn_borrowed(dst);
-            if !self.tasks[t].affinity.contains(dst) || (!self.online[dst] && !kept) {
+            let kept = !self.hv.online[dst] && self.dyn_borrowed(dst);
+            if !self.tasks[t].affinity.contains(dst) || (!self.hv.online[dst] && !kept) {
                 dst = self.sched_select(t, Some(cpu), EnqFlags::Affinity)?;
                 flags = EnqFlags::Affinity;
             } else if dst != cpu {
@@ -1517,7 +1490,7 @@ impl Engine {
             self.tasks[t].cpu = dst;
             self.sched_enqueue(t, dst, flags)?;
         }
-        if self.current[cpu].is_some() || !self.online[cpu] {
+        if self.hv.current[cpu].is_some() || !self.hv.online[cpu] {
             return Ok(());
         }
         // Re-enqueueing the preempted task on this (momentarily idle) CPU
@@ -1532,7 +1505,7 @@ impl Engine {
                     "pick_next on cpu {cpu} returned task {n}, which does not exist"
                 ))));
             }
-            if self.current[cpu].is_some() {
+            if self.hv.current[cpu].is_some() {
                 return Err(Box::new(self.policy_err(format!(
                     "pick_next on cpu {cpu} returned task {n} but the cpu became busy during the callback"
                 ))));
@@ -2086,9 +2059,9 @@ impl Engine {
         }
         self.apply()?;
         // Cpusets with a fixed frequency set their domains (validated whole).
-        for i in 0..self.cpusets.len() {
-            if let Some(mhz) = self.cpusets[i].mhz {
-                let mut doms: Vec<usize> = self.cpusets[i]
+        for i in 0..self.hv.cpusets.len() {
+            if let Some(mhz) = self.hv.cpusets[i].mhz {
+                let mut doms: Vec<usize> = self.hv.cpusets[i]
                     .cpus
                     .iter()
                     .map(|&c| self.m.cpus[c].domain)
@@ -2247,8 +2220,8 @@ impl Engine {
         }
         for c in 0..self.m.ncpus() {
             self.sync(c);
-            if self.current[c].is_some() {
-                let t = self.current[c].unwrap();
+            if self.hv.current[c].is_some() {
+                let t = self.hv.current[c].unwrap();
                 let start = self.cpus[c].run_since;
                 let (t_ns, end_ns) = (start.0, self.now.0);
                 self.emit(1, c as u64, t as u64, start.0, || TraceEvent::Run {
@@ -2317,7 +2290,8 @@ impl Engine {
     fn ev_programs(&self, ev: &Ev) -> Vec<usize> {
         let task_prog = |t: usize| self.tasks.get(t).map(|t| t.program);
         let cpu_prog = |c: u32| {
-            self.current
+            self.hv
+                .current
                 .get(c as usize)
                 .copied()
                 .flatten()
@@ -2339,7 +2313,8 @@ impl Engine {
     fn stall_error(&self, ev: &Ev, events: u64) -> SimError {
         let mut progs = self.ev_programs(ev);
         progs.extend(
-            self.current
+            self.hv
+                .current
                 .iter()
                 .flatten()
                 .filter_map(|&t| self.tasks.get(t).map(|t| t.program)),
@@ -2426,7 +2401,7 @@ impl Engine {
                     return Ok(false);
                 }
                 c.tick_armed = false;
-                let Some(t) = self.current[cpu] else {
+                let Some(t) = self.hv.current[cpu] else {
                     return Ok(false);
                 };
                 let host = c.tick_wanted && !self.is_class_task(t);
@@ -2444,7 +2419,9 @@ impl Engine {
                 if guest {
                     self.vm_guest_tick(cpu)?;
                 }
-                if self.current[cpu].is_some() && self.wants_tick(cpu) && !self.cpus[cpu].tick_armed
+                if self.hv.current[cpu].is_some()
+                    && self.wants_tick(cpu)
+                    && !self.cpus[cpu].tick_armed
                 {
                     self.arm_tick(cpu);
                 }
@@ -2523,7 +2500,7 @@ impl Engine {
         };
         let mut seen = vec![false; self.tasks.len()];
         for c in 0..self.m.ncpus() {
-            if let Some(t) = self.current[c] {
+            if let Some(t) = self.hv.current[c] {
                 if seen[t] {
                     return fail(self, format!("task {t} runs on two cpus"));
                 }
@@ -2535,7 +2512,7 @@ impl Engine {
                         format!("cpu {c} runs task {t} which is {}", task.state.name()),
                     );
                 }
-                if !self.online[c] {
+                if !self.hv.online[c] {
                     return fail(self, format!("task {t} runs on offline cpu {c}"));
                 }
                 if !task.affinity.contains(c) {

@@ -57,7 +57,7 @@ impl Engine {
             return Vec::new();
         };
         let plane = p.of_domain[domain];
-        let v = self.m.plane_volt(&p.domains[plane], &self.dom_mhz);
+        let v = self.m.plane_volt(&p.domains[plane], &self.hv.domain_mhz);
         if v == p.volt[plane] {
             return Vec::new();
         }

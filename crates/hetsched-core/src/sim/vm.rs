@@ -45,12 +45,11 @@ pub(crate) struct VmRt {
     /// machine, current tasks, online vCPUs, frequencies and ratings.
     pub(super) sched: Box<dyn Scheduler>,
     pub(super) machine: Machine,
-    /// Guest task current on each vCPU.
-    pub(super) vcur: Vec<Option<TaskId>>,
+    /// What its guest scheduler reads of the vCPUs: the guest task current
+    /// on each, online vCPUs, frequencies and ratings (no cpusets, vCPUs or
+    /// fusion levels of its own).
+    pub(super) v: crate::policy::CpuView,
     vcpu_task: Vec<TaskId>,
-    pub(super) online: Vec<bool>,
-    pub(super) dom_mhz: Vec<u32>,
-    pub(super) ratings: Vec<f64>,
     need_resched: Vec<bool>,
     tick_wanted: Vec<bool>,
     programs: Vec<usize>,
@@ -69,8 +68,6 @@ pub(crate) struct VmState {
     pub(super) vms: Vec<VmRt>,
     /// Level of each task (empty without VMs).
     pub(super) level: Vec<Level>,
-    /// Per task: what a host scheduler sees of a vCPU.
-    pub(super) vinfo: Vec<Option<VcpuInfo>>,
     /// Requests recorded by the guest scheduler being called.
     pub(super) reqs: Vec<Request>,
     /// Guest-level reschedules to serve, `(vm, vCPU)`.
@@ -83,22 +80,26 @@ pub(crate) struct VmState {
 
 impl VmState {
     /// Build the VM state from the setup's VMs (`progs`: every program of
-    /// the run, whose threads are the tasks).
-    pub(super) fn new(setups: Vec<VmSetup>, progs: &[Program], ntasks: usize) -> VmState {
+    /// the run, whose threads are the tasks), and per task what a host
+    /// scheduler sees of a vCPU (empty without VMs).
+    pub(super) fn new(
+        setups: Vec<VmSetup>,
+        progs: &[Program],
+        ntasks: usize,
+    ) -> (VmState, Vec<Option<VcpuInfo>>) {
         let mut st = VmState {
             vms: Vec::new(),
             level: Vec::new(),
-            vinfo: Vec::new(),
             reqs: Vec::new(),
             resched: Vec::new(),
             picking: None,
             phys_last: Vec::new(),
         };
         if setups.is_empty() {
-            return st;
+            return (st, Vec::new());
         }
         st.level = vec![Level::Native; ntasks];
-        st.vinfo = vec![None; ntasks];
+        let mut vinfo = vec![None; ntasks];
         for (k, s) in setups.into_iter().enumerate() {
             let nv = s.vcpu_tasks.len();
             for (v, &t) in s.vcpu_tasks.iter().enumerate() {
@@ -106,18 +107,21 @@ impl VmState {
                     vm: k as u32,
                     v: v as u32,
                 };
-                st.vinfo[t] = Some(s.info[v].clone());
+                vinfo[t] = Some(s.info[v].clone());
             }
             let fmax = s.machine.types[s.machine.domains[0].ty].fmax();
             st.vms.push(VmRt {
                 name: s.name,
                 sched: s.scheduler,
                 machine: s.machine,
-                vcur: vec![None; nv],
+                v: crate::policy::CpuView {
+                    current: vec![None; nv],
+                    online: vec![true; nv],
+                    domain_mhz: vec![fmax],
+                    ratings: vec![1.0; nv],
+                    ..Default::default()
+                },
                 vcpu_task: s.vcpu_tasks,
-                online: vec![true; nv],
-                dom_mhz: vec![fmax],
-                ratings: vec![1.0; nv],
                 need_resched: vec![false; nv],
                 tick_wanted: vec![false; nv],
                 programs: s.programs,
@@ -137,7 +141,7 @@ impl VmState {
             }
         }
         st.phys_last = vec![None; ntasks];
-        st
+        (st, vinfo)
     }
 
     /// Whether the run has VMs.
@@ -169,7 +173,7 @@ impl VmState {
     #[inline]
     pub(super) fn exec(&self, t: TaskId) -> Option<TaskId> {
         match self.level_of(t) {
-            Level::Vcpu { vm, v } => self.vms[vm as usize].vcur[v as usize],
+            Level::Vcpu { vm, v } => self.vms[vm as usize].v.current[v as usize],
             _ => Some(t),
         }
     }
@@ -184,7 +188,7 @@ impl VmState {
         match self.level_of(t) {
             Level::Vcpu { vm, v } => {
                 let vm = &self.vms[vm as usize];
-                vm.tick_wanted[v as usize] && vm.vcur[v as usize].is_some()
+                vm.tick_wanted[v as usize] && vm.v.current[v as usize].is_some()
             }
             _ => false,
         }
@@ -213,14 +217,14 @@ impl Engine {
     /// `sync` for a CPU that may run a vCPU: account the vCPU's run time and
     /// return the task that executes.
     pub(crate) fn vm_sync(&mut self, cpu: CpuId, dt: u64) -> Option<TaskId> {
-        let t = self.current[cpu]?;
+        let t = self.hv.current[cpu]?;
         if let Level::Vcpu { vm, v } = self.level_of(t) {
             let ty = self.m.cpus[cpu].ty;
             let task = &mut self.tasks[t];
             task.c.run_ns += dt;
             task.c.run_ns_by_type[ty] += dt;
-            task.c.scaled_run_ns += dt as f64 * self.cpu_rating[cpu];
-            return self.vm.vms[vm as usize].vcur[v as usize];
+            task.c.scaled_run_ns += dt as f64 * self.hv.ratings[cpu];
+            return self.vm.vms[vm as usize].v.current[v as usize];
         }
         Some(t)
     }
@@ -310,14 +314,14 @@ impl Engine {
     }
 
     fn g_kick(&mut self, k: usize, v: usize) {
-        if self.vm.vms[k].vcur[v].is_none() && self.vm.picking != Some((k, v)) {
+        if self.vm.vms[k].v.current[v].is_none() && self.vm.picking != Some((k, v)) {
             self.g_flag(k, v);
         }
     }
 
     /// Apply the requests a guest scheduler recorded.
     fn g_apply(&mut self, k: usize) -> Res<()> {
-        let nv = self.vm.vms[k].vcur.len();
+        let nv = self.vm.vms[k].v.current.len();
         while !self.vm.reqs.is_empty() {
             let batch = std::mem::take(&mut self.vm.reqs);
             for r in batch {
@@ -380,7 +384,10 @@ impl Engine {
                         bad_v(self, v, "want_tick")?;
                         self.vm.vms[k].tick_wanted[v] = on;
                         if let Some(p) = self.vcpu_pcpu(k, v) {
-                            if on && self.vm.vms[k].vcur[v].is_some() && !self.cpus[p].tick_armed {
+                            if on
+                                && self.vm.vms[k].v.current[v].is_some()
+                                && !self.cpus[p].tick_armed
+                            {
                                 self.arm_tick(p);
                             }
                         }
@@ -449,7 +456,7 @@ impl Engine {
     ) -> Res<CpuId> {
         let v = self.with_guest(k, |s, cx| s.select_cpu(cx, t, prev, flags));
         self.g_apply(k)?;
-        let nv = self.vm.vms[k].vcur.len();
+        let nv = self.vm.vms[k].v.current.len();
         if v >= nv {
             return Err(Box::new(self.guest_err(
                 k,
@@ -501,13 +508,13 @@ impl Engine {
     }
 
     fn g_stop(&mut self, k: usize, v: usize, runnable: bool) -> Res<TaskId> {
-        let t = self.vm.vms[k].vcur[v].expect("g_stop on an idle vCPU");
+        let t = self.vm.vms[k].v.current[v].expect("g_stop on an idle vCPU");
         let p = self.vcpu_pcpu(k, v);
         if let Some(p) = p {
             self.sync(p);
             self.vm_exec_end(t);
         }
-        self.vm.vms[k].vcur[v] = None;
+        self.vm.vms[k].v.current[v] = None;
         if runnable {
             self.set_state(t, TaskState::Runnable);
         } else {
@@ -531,10 +538,10 @@ impl Engine {
         self.set_state(t, TaskState::Running);
         self.tasks[t].last_ran = Some(v);
         self.tasks[t].cpu = v;
-        self.vm.vms[k].vcur[v] = Some(t);
+        self.vm.vms[k].v.current[v] = Some(t);
         self.with_guest(k, |s, cx| s.running(cx, t, v));
         self.g_apply(k)?;
-        if self.vm.vms[k].vcur[v] != Some(t) {
+        if self.vm.vms[k].v.current[v] != Some(t) {
             return Ok(());
         }
         let vt = self.vm.vms[k].vcpu_task[v];
@@ -613,7 +620,7 @@ impl Engine {
     /// Reschedule vCPU `v` of VM `k` at the guest level.
     fn g_resched(&mut self, k: usize, v: usize) -> Res<()> {
         self.vm.vms[k].need_resched[v] = false;
-        let prev = self.vm.vms[k].vcur[v];
+        let prev = self.vm.vms[k].v.current[v];
         if let Some(t) = prev {
             if self.tasks[t].state != TaskState::Running {
                 return Ok(());
@@ -630,7 +637,7 @@ impl Engine {
             self.tasks[t].cpu = dst;
             self.g_enqueue(k, t, dst, flags)?;
         }
-        if self.vm.vms[k].vcur[v].is_some() {
+        if self.vm.vms[k].v.current[v].is_some() {
             return Ok(());
         }
         self.vm.vms[k].need_resched[v] = false;
@@ -706,7 +713,7 @@ impl Engine {
         let k = self.vm_of(t);
         let v = self.tasks[t].cpu;
         if let Some(p) = self.vcpu_pcpu(k, v) {
-            if self.vm.vms[k].vcur[v] == Some(t) {
+            if self.vm.vms[k].v.current[v] == Some(t) {
                 self.refresh(p);
             }
         }
@@ -714,14 +721,14 @@ impl Engine {
 
     /// A host tick on `cpu`: deliver the guest's tick to the vCPU it runs.
     pub(crate) fn vm_guest_tick(&mut self, cpu: CpuId) -> Res<()> {
-        let Some(Level::Vcpu { vm, v }) = self.current[cpu].map(|t| self.level_of(t)) else {
+        let Some(Level::Vcpu { vm, v }) = self.hv.current[cpu].map(|t| self.level_of(t)) else {
             return Ok(());
         };
         let (k, v) = (vm as usize, v as usize);
         if !self.vm.vms[k].tick_wanted[v] {
             return Ok(());
         }
-        let Some(g) = self.vm.vms[k].vcur[v] else {
+        let Some(g) = self.vm.vms[k].v.current[v] else {
             return Ok(());
         };
         self.with_guest(k, |s, cx| s.tick(cx, v, g));
@@ -740,7 +747,7 @@ impl Engine {
     /// Invariants of the two levels.
     pub(crate) fn vm_check(&self) -> Result<(), String> {
         for (k, vm) in self.vm.vms.iter().enumerate() {
-            for (v, cur) in vm.vcur.iter().enumerate() {
+            for (v, cur) in vm.v.current.iter().enumerate() {
                 let vt = vm.vcpu_task[v];
                 if let Some(g) = *cur {
                     if self.tasks[g].state != TaskState::Running || self.tasks[g].cpu != v {
