@@ -334,7 +334,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
     let m = &e.m;
     let end = e.end_time();
     let end_s = end.as_secs_f64();
-    let mut wake_lat = e.wake_lat.per_task(e.tasks.len());
+    let mut wake_lat = e.wake_lat.per_task();
     let tasks: Vec<TaskRow> = e
         .tasks
         .iter()

@@ -5,135 +5,96 @@
 use crate::os::TaskId;
 use crate::time::SimTime;
 
-/// Per task: when its pending wake-up happened; and every latency so far
-/// (ns) with its task, in one log (8 bytes a wake-up: appending to one
-/// log is cheaper on the engine's hot path than to one array per task, and
-/// a run's memory grows by its log, so it is kept small: a latency of 2^32
-/// ns (4.3 s) or more, rare, is logged as `u32::MAX` with its value in
-/// `long`).
-/// The log is a list of fixed-size chunks, so that it never moves what it
-/// holds as it grows (growing one array by doubling copied it, about 7
-/// instructions per event of a long run).
+/// Per task: when its pending wake-up happened, and its latencies so far
+/// (ns) in the order they happened, in an array of its own. A latency of
+/// 2^32 ns (4.3 s) or more, rare, is stored as `u32::MAX` with its value in
+/// `long`, so that a sample takes 4 bytes.
+///
+/// One array per task costs the hot path what appending to one log of
+/// (task, latency) pairs did (a few loads and a store), and leaves nothing
+/// to regroup by task at the end of the run: the quantiles are taken from
+/// each task's array directly.
 #[derive(Clone, Debug, Default)]
 pub struct WakeLat {
-    since: Vec<Option<SimTime>>,
-    /// Per task: its samples in the log so far (so that [`WakeLat::per_task`]
-    /// sizes each task's vector without a counting pass over the log).
-    count: Vec<u32>,
-    /// Full chunks, then the one being filled (last).
-    chunks: Vec<Chunk>,
-    /// The latencies logged as `u32::MAX`, in the order they happened.
-    long: Vec<u64>,
+    /// Per task: the time of its pending wake-up ([`NONE`]: none).
+    since: Vec<u64>,
+    /// Per task: its latencies, ns.
+    lat: Vec<Vec<u32>>,
+    /// (task, latency) of the latencies of 2^32 − 1 ns or more, in the order
+    /// they happened.
+    long: Vec<(u32, u64)>,
 }
 
-/// Entries of one chunk of the log.
-const CHUNK: usize = 1 << 14;
-
-#[derive(Clone, Debug)]
-struct Chunk {
-    task: Vec<u32>,
-    lat: Vec<u32>,
-}
+/// No pending wake-up.
+const NONE: u64 = u64::MAX;
 
 impl WakeLat {
     /// `t` became runnable by a wake-up at `now`.
     #[inline]
     pub fn woke(&mut self, t: TaskId, now: SimTime) {
         if t >= self.since.len() {
-            self.since.resize(t + 1, None);
-            self.count.resize(t + 1, 0);
+            self.grow(t);
         }
-        self.since[t] = Some(now);
+        self.since[t] = now.0;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, t: TaskId) {
+        self.since.resize(t + 1, NONE);
+        self.lat.resize_with(t + 1, Vec::new);
     }
 
     /// `t` started running at `now`: closes its pending wake-up, if any.
     #[inline]
     pub fn ran(&mut self, t: TaskId, now: SimTime) {
-        let Some(w) = self.since.get_mut(t).and_then(Option::take) else {
+        let Some(w) = self.since.get_mut(t) else {
             return;
         };
-        let ns = now.0.saturating_sub(w.0);
-        // `since` and `count` grow together: `t` has a count.
-        if let Some(n) = self.count.get_mut(t) {
-            *n += 1;
+        if *w == NONE {
+            return;
         }
+        let ns = now.0.saturating_sub(*w);
+        *w = NONE;
         let lat = match u32::try_from(ns) {
             Ok(l) if l < u32::MAX => l,
             _ => {
-                self.long.push(ns);
+                self.long.push((t as u32, ns));
                 u32::MAX
             }
         };
-        match self.chunks.last_mut() {
-            Some(c) if c.task.len() < CHUNK => {
-                c.task.push(t as u32);
-                c.lat.push(lat);
-            }
-            _ => self.new_chunk(t, lat),
+        // `since` and `lat` grow together: `t` has an array.
+        if let Some(v) = self.lat.get_mut(t) {
+            v.push(lat);
         }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn new_chunk(&mut self, t: TaskId, lat: u32) {
-        let mut c = Chunk {
-            task: Vec::with_capacity(CHUNK),
-            lat: Vec::with_capacity(CHUNK),
-        };
-        c.task.push(t as u32);
-        c.lat.push(lat);
-        self.chunks.push(c);
-    }
-
-    /// The latencies of each of tasks `0..ntasks`, ns, in the order they
-    /// happened, in one array: task `t`'s are `lat[start[t]..start[t + 1]]`
-    /// (`start` has `ntasks + 1` entries). A counting sort of the log by
-    /// task, with the counts kept as the samples came: one allocation, where
-    /// a vector per task cost an allocation each and a copy for the
-    /// quantiles.
-    pub fn per_task(&self, ntasks: usize) -> PerTask {
-        let mut start = Vec::with_capacity(ntasks + 1);
-        let mut total = 0usize;
-        start.push(0);
-        for t in 0..ntasks {
-            total += self.count.get(t).map_or(0, |&n| n as usize);
-            start.push(total);
-        }
-        // Where the next sample of each task goes.
-        let mut at: Vec<usize> = start[..ntasks].to_vec();
-        let mut lat = vec![0u32; total];
-        let mut long = Vec::new();
-        let mut next_long = self.long.iter().copied();
-        for c in &self.chunks {
-            for (&t, &l) in c.task.iter().zip(&c.lat) {
-                if l == u32::MAX {
-                    long.push((t, next_long.next().unwrap_or(u64::from(l))));
-                }
-                if let Some(i) = at.get_mut(t as usize) {
-                    lat[*i] = l;
-                    *i += 1;
-                }
-            }
-        }
+    /// The latencies of each task, to read at the end of a run.
+    pub fn per_task(&self) -> PerTask<'_> {
+        let mut long = self.long.clone();
         // Grouped by task, each task's in the order they happened (a stable
         // sort), so that a task's are found by a binary search.
         long.sort_by_key(|&(t, _)| t);
-        PerTask { start, lat, long }
+        PerTask {
+            w: self,
+            long,
+            scratch: Vec::new(),
+        }
     }
 }
 
-/// Every task's wake-up latencies, grouped by task (see [`WakeLat::per_task`]).
-#[derive(Clone, Debug, Default)]
-pub struct PerTask {
-    start: Vec<usize>,
-    /// Latencies as logged: `u32::MAX` stands for one of the task's `long`.
-    lat: Vec<u32>,
+/// Every task's wake-up latencies (see [`WakeLat::per_task`]).
+#[derive(Clone, Debug)]
+pub struct PerTask<'a> {
+    w: &'a WakeLat,
     /// (task, latency) of the latencies of 2^32 − 1 ns or more, by task and
     /// then in the order they happened.
     long: Vec<(u32, u64)>,
+    /// A task's latencies as stored, to reorder (see [`PerTask::logged_mut`]).
+    scratch: Vec<u32>,
 }
 
-impl PerTask {
+impl PerTask<'_> {
     /// Task `t`'s latencies, ns, in the order they happened (empty for a task
     /// out of range).
     pub fn task(&self, t: TaskId) -> Vec<u64> {
@@ -154,26 +115,24 @@ impl PerTask {
         &self.long[from..to]
     }
 
-    /// Task `t`'s latencies as logged, to reorder in place (a selection
-    /// for quantiles) when none is long (see [`PerTask::has_long`]).
+    /// A copy of task `t`'s latencies as stored, to reorder in place (a
+    /// selection for quantiles) when none is long (see
+    /// [`PerTask::has_long`]); valid until the next call.
     pub fn logged_mut(&mut self, t: TaskId) -> &mut [u32] {
-        match (self.start.get(t), self.start.get(t + 1)) {
-            (Some(&a), Some(&b)) => &mut self.lat[a..b],
-            _ => &mut [],
-        }
+        self.scratch.clear();
+        self.scratch
+            .extend_from_slice(self.w.lat.get(t).map_or(&[], |v| v));
+        &mut self.scratch
     }
 
     /// Whether a latency of task `t` was 2^32 − 1 ns or more, so that its
-    /// logged values do not all hold their latency ([`PerTask::task`] does).
+    /// stored values do not all hold their latency ([`PerTask::task`] does).
     pub fn has_long(&self, t: TaskId) -> bool {
         !self.long_of(t).is_empty()
     }
 
     fn logged(&self, t: TaskId) -> &[u32] {
-        match (self.start.get(t), self.start.get(t + 1)) {
-            (Some(&a), Some(&b)) => &self.lat[a..b],
-            _ => &[],
-        }
+        self.w.lat.get(t).map_or(&[], |v| v)
     }
 }
 
@@ -193,7 +152,7 @@ mod tests {
         w.ran(3, SimTime(9_000));
         w.woke(0, SimTime(9_000));
         w.ran(0, SimTime(9_500));
-        let per = w.per_task(4);
+        let per = w.per_task();
         assert_eq!(per.task(3), [2_000]);
         assert_eq!(per.task(0), [500]);
         assert!(per.task(1).is_empty());
@@ -217,7 +176,7 @@ mod tests {
         }
         w.woke(2, SimTime(1_000));
         w.ran(2, SimTime(2_000));
-        let per = w.per_task(3);
+        let per = w.per_task();
         assert_eq!(per.task(0), [long[1], long[3], long[4]]);
         assert_eq!(per.task(1), [long[0], long[2]]);
         assert_eq!(per.task(2), [1_000]);
@@ -226,19 +185,26 @@ mod tests {
     }
 
     #[test]
-    fn the_log_keeps_every_sample_in_order_across_chunks() {
+    fn every_sample_is_kept_in_order_per_task() {
         let mut w = WakeLat::default();
-        let n = 2 * CHUNK + 5;
+        // Three tasks interleaved, enough samples for each array to grow
+        // many times; task 1's copy for a selection is taken twice, with
+        // another task's in between.
+        let n = 40_005;
         for i in 0..n {
             let t = i % 3;
             w.woke(t, SimTime(10 * i as u64));
             w.ran(t, SimTime(10 * i as u64 + i as u64));
         }
-        assert_eq!(w.chunks.len(), 3);
-        let per = w.per_task(3);
+        let mut per = w.per_task();
         for t in 0..3 {
             let want: Vec<u64> = (0..n).filter(|i| i % 3 == t).map(|i| i as u64).collect();
             assert_eq!(per.task(t), want, "task {t}");
         }
+        let want1: Vec<u32> = (0..n).filter(|i| i % 3 == 1).map(|i| i as u32).collect();
+        assert_eq!(per.logged_mut(1), &want1[..]);
+        assert_eq!(per.logged_mut(2).len(), n / 3);
+        assert_eq!(per.logged_mut(1), &want1[..]);
+        assert!(per.logged_mut(7).is_empty());
     }
 }
