@@ -421,10 +421,28 @@ pub(crate) fn word_bits(i: usize, mut w: u64) -> impl Iterator<Item = usize> {
     })
 }
 
-/// The engine's per-CPU tick wishes, as the host scheduler may set them in
-/// place through its context (`Ctx::want_tick`; the engine implements it).
-pub(crate) trait TickWishes {
-    /// Set `cpu`'s wish to `on` if that arms no tick (`busy`: `cpu` runs a
-    /// task); false, changing nothing, if it would (or `cpu` does not exist).
-    fn wish_in_place(&mut self, cpu: CpuId, on: bool, busy: bool) -> bool;
+/// A CPU's scheduler-tick state: whether its host scheduler wants ticks
+/// while it runs a task, and whether a tick is armed. The engine keeps one
+/// per CPU and lends them to the host scheduler's context, so that the
+/// common wish (one that arms nothing) is set in place (`Ctx::want_tick`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TickState {
+    /// Ticks wanted while busy.
+    pub(crate) wanted: bool,
+    /// A tick event is pending.
+    pub(crate) armed: bool,
+}
+
+/// Set `cpu`'s wish to `on` if that arms no tick (`busy`: `cpu` runs a
+/// task): off, or the CPU idle, or a tick already armed. False, changing
+/// nothing, if it would arm one (or `cpu` does not exist).
+#[inline]
+pub(crate) fn wish_in_place(ticks: &mut [TickState], cpu: CpuId, on: bool, busy: bool) -> bool {
+    match ticks.get_mut(cpu) {
+        Some(c) if !on || !busy || c.armed => {
+            c.wanted = on;
+            true
+        }
+        _ => false,
+    }
 }

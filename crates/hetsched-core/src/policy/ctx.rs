@@ -6,7 +6,7 @@
 use super::governors::UtilChannel;
 use super::scx;
 use crate::hw::{CpuId, Machine};
-use crate::os::{Task, TaskId, TickWishes};
+use crate::os::{Task, TaskId, TickState};
 use crate::time::SimTime;
 use rand::RngCore;
 
@@ -190,7 +190,7 @@ pub struct Ctx<'a> {
     pub(crate) util: Option<&'a mut UtilChannel>,
     /// The host CPUs' tick wishes, lent to the host scheduler only (`None`
     /// for every other context): see [`Ctx::want_tick`].
-    pub(crate) ticks: Option<&'a mut dyn TickWishes>,
+    pub(crate) ticks: Option<&'a mut Vec<TickState>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -363,7 +363,7 @@ impl<'a> Ctx<'a> {
         if self.reqs.is_empty() {
             if let Some(tw) = self.ticks.as_deref_mut() {
                 let busy = self.v.current.get(cpu).is_some_and(Option::is_some);
-                if tw.wish_in_place(cpu, on, busy) {
+                if crate::os::wish_in_place(tw, cpu, on, busy) {
                     return;
                 }
             }

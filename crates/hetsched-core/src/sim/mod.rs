@@ -97,9 +97,7 @@ struct CpuRt {
     power: f64,
     energy: f64,
     comp_gen: u32,
-    tick_wanted: bool,
     tick_gen: u32,
-    tick_armed: bool,
     ticks: u64,
     need_resched: bool,
     busy_ns: u64,
@@ -113,22 +111,6 @@ struct CpuRt {
     /// Idle power at the frequency `idle_key` (MHz).
     idle_key: Option<u32>,
     idle_val: f64,
-}
-
-/// The host scheduler's tick wish set in place: only one that arms no tick
-/// (off, or the CPU idle, or a tick already armed); the engine's
-/// `want_tick` does the rest.
-impl crate::os::TickWishes for Vec<CpuRt> {
-    #[inline]
-    fn wish_in_place(&mut self, cpu: CpuId, on: bool, busy: bool) -> bool {
-        match self.get_mut(cpu) {
-            Some(c) if !on || !busy || c.tick_armed => {
-                c.tick_wanted = on;
-                true
-            }
-            _ => false,
-        }
-    }
 }
 
 /// Who issued the requests being applied (for error messages).
@@ -230,6 +212,8 @@ pub struct Engine {
     /// All programs.
     pub progs: Vec<Program>,
     cpus: Vec<CpuRt>,
+    /// Per CPU: the host scheduler's tick wish and whether a tick is armed.
+    ticks: Vec<crate::os::TickState>,
     /// What the host's policies read of the CPUs: current tasks, online
     /// CPUs, domain frequencies, ratings, cpusets, vCPUs, fusion levels.
     hv: crate::policy::CpuView,
@@ -421,6 +405,7 @@ impl Engine {
             cls,
             util,
             cpus: vec![CpuRt::default(); n],
+            ticks: vec![crate::os::TickState::default(); n],
             hv: crate::policy::CpuView {
                 current: vec![None; n],
                 online: vec![true; n],
@@ -508,7 +493,7 @@ impl Engine {
             tasks,
             progs,
             hv,
-            cpus,
+            ticks,
             reqs,
             rng,
             sched,
@@ -525,7 +510,7 @@ impl Engine {
         let (sched, cx) = match who {
             CtxFor::Host | CtxFor::Sched | CtxFor::Agent => {
                 let ticks = match who {
-                    CtxFor::Sched => Some(cpus as &mut dyn crate::os::TickWishes),
+                    CtxFor::Sched => Some(ticks),
                     _ => None,
                 };
                 let (dsq, util) = match who {
@@ -810,7 +795,7 @@ impl Engine {
     /// Whether `cpu` needs ticks: its scheduler asked, or its vCPU's guest.
     #[inline]
     fn wants_tick(&self, cpu: CpuId) -> bool {
-        self.cpus[cpu].tick_wanted || self.hv.current[cpu].is_some_and(|t| self.vm.wants_tick(t))
+        self.ticks[cpu].wanted || self.hv.current[cpu].is_some_and(|t| self.vm.wants_tick(t))
     }
 
     /// A CPU's busy state changed: SMT siblings may change speed.
@@ -843,7 +828,7 @@ impl Engine {
         let next = SimTime((self.now.0 / tick + 1) * tick);
         let c = &mut self.cpus[cpu];
         c.tick_gen = c.tick_gen.wrapping_add(1);
-        c.tick_armed = true;
+        self.ticks[cpu].armed = true;
         let gen = c.tick_gen;
         self.q.push(
             next,
@@ -983,8 +968,8 @@ impl Engine {
     /// Turn ticks on `cpu` on or off (arming one if it is busy and has none).
     #[inline]
     fn want_tick(&mut self, cpu: CpuId, on: bool) {
-        self.cpus[cpu].tick_wanted = on;
-        if on && self.hv.current[cpu].is_some() && !self.cpus[cpu].tick_armed {
+        self.ticks[cpu].wanted = on;
+        if on && self.hv.current[cpu].is_some() && !self.ticks[cpu].armed {
             self.arm_tick(cpu);
         }
     }
@@ -1349,7 +1334,7 @@ impl Engine {
         }
         self.refresh(cpu);
         self.refresh_siblings(cpu);
-        if self.wants_tick(cpu) && !self.cpus[cpu].tick_armed {
+        if self.wants_tick(cpu) && !self.ticks[cpu].armed {
             self.arm_tick(cpu);
         }
         Ok(())
@@ -2400,11 +2385,11 @@ impl Engine {
                 if c.tick_gen != gen {
                     return Ok(false);
                 }
-                c.tick_armed = false;
+                self.ticks[cpu].armed = false;
                 let Some(t) = self.hv.current[cpu] else {
                     return Ok(false);
                 };
-                let host = c.tick_wanted && !self.is_class_task(t);
+                let host = self.ticks[cpu].wanted && !self.is_class_task(t);
                 let guest = self.vm.wants_tick(t);
                 if !host && !guest {
                     return Ok(false);
@@ -2419,9 +2404,7 @@ impl Engine {
                 if guest {
                     self.vm_guest_tick(cpu)?;
                 }
-                if self.hv.current[cpu].is_some()
-                    && self.wants_tick(cpu)
-                    && !self.cpus[cpu].tick_armed
+                if self.hv.current[cpu].is_some() && self.wants_tick(cpu) && !self.ticks[cpu].armed
                 {
                     self.arm_tick(cpu);
                 }
