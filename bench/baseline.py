@@ -42,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,14 @@ def alternate(names: list[str], runs: int) -> list[str]:
     return order
 
 
+def runnable(measured: Iterable[tuple[str, Path, dict[str, Any]]]) -> dict[str, Path]:
+    """The engines (name → binary) whose callgrind measurement of a
+    scheduler succeeded, from ``(name, binary, result)``: an engine of a
+    revision that did not have the scheduler gives an error there and is
+    left out of the CPU-time runs."""
+    return {name: exe for name, exe, res in measured if "error" not in res}
+
+
 def cpu_run(exe: Path, scenario: str) -> tuple[int, float, str]:
     """Run ``exe`` once on the scenario text: ``(events, CPU seconds, trace
     hash)``, the CPU time being the child's user + system time."""
@@ -293,9 +302,12 @@ def compare(
             row["same_trace"] = len(set(hashes)) == 1
         if cpu_time > 0:
             print(f"CPU time: {s}, {cpu_time} alternated runs of each engine ...", file=sys.stderr)
+            # An engine that cannot run the scheduler (it did not exist at
+            # that revision) is left out of the CPU-time runs.
             names = [rev, *(r for r, _ in also), "this tree"]
-            exes = dict(zip(names, [base_exe, *also_exes, this_exe], strict=True))
-            row["cpu"] = cpu_rates(exes, s, cpu_time)
+            exes = [base_exe, *also_exes, this_exe]
+            runs = zip(names, exes, [before, *between, after], strict=True)
+            row["cpu"] = cpu_rates(runnable(runs), s, cpu_time)
         rows.append(row)
     res: dict[str, Any] = {"baseline_rev": rev, "lengths_s": list(LENGTHS_S), "rows": rows}
     if also:
@@ -334,11 +346,12 @@ def table(res: dict[str, Any]) -> str:
             "|---|---|---:|---:|",
         ]
         for sched, cpu in rates:
-            base = cpu[res["baseline_rev"]]["median"]
+            base = cpu.get(res["baseline_rev"], {}).get("median")
             for name, r in cpu.items():
+                ratio = f"{r['median'] / base:.3f}×" if base else "—"
                 lines.append(
                     f"| {sched} | {name} | {r['median'] / 1e6:.2f} ({r['min'] / 1e6:.2f}–"
-                    f"{r['max'] / 1e6:.2f}) | {r['median'] / base:.3f}× |"
+                    f"{r['max'] / 1e6:.2f}) | {ratio} |"
                 )
     return "\n".join(lines)
 

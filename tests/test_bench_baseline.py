@@ -134,6 +134,22 @@ def test_table_adds_the_cpu_time_comparison_when_measured() -> None:
     assert "| cfs | this tree | 7.60 (7.00–8.00) | 0.950× |" in lines
 
 
+def test_engines_without_the_scheduler_are_left_out_of_the_cpu_time_runs() -> None:
+    measured = [
+        ("e5f4704", Path("old"), {"scheduler": "eevdf", "error": ['unknown scheduler "eevdf"']}),
+        ("this tree", Path("new"), {"scheduler": "eevdf", "instructions_per_event": 2400.0}),
+    ]
+    assert baseline.runnable(measured) == {"this tree": Path("new")}
+
+
+def test_table_marks_the_ratio_missing_when_the_baseline_did_not_run() -> None:
+    row = _row("eevdf", None, 2400.0, None)
+    row["cpu"] = {"this tree": {"median": 5.0e6, "min": 4.5e6, "max": 5.5e6}}
+    lines = baseline.table({"baseline_rev": "e5f4704", "rows": [row]}).splitlines()
+    assert "| eevdf | this tree | 5.00 (4.50–5.50) | — |" in lines
+    assert "| eevdf | — | 2400 | — | — |" in lines
+
+
 def test_a_negative_cpu_time_count_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert baseline.main(["HEAD", "--cpu-time", "-1"]) == 2
     assert "--cpu-time" in capsys.readouterr().err
