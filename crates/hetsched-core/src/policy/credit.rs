@@ -1698,6 +1698,13 @@ impl Scheduler for Credit {
         self.pick_full(cx, cpu)
     }
 
+    /// Credit has no `balance`, and a `pick_next` that finds nothing has
+    /// changed nothing (an empty queue and a failed steal), except under
+    /// AASH, whose `aash_fill` then moves vCPUs between its queues.
+    fn pick_again_after_balance(&self) -> bool {
+        self.aash.is_some()
+    }
+
     fn running(&mut self, cx: &mut Ctx, _task: TaskId, cpu: CpuId) {
         self.run_mask[cpu / 64] |= 1 << (cpu % 64);
         self.sync_steal_sum(cpu / 64);

@@ -74,6 +74,17 @@ pub trait Scheduler {
     fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId>;
     /// `cpu` is about to go idle: pull work if the policy balances.
     fn balance(&mut self, _cx: &mut Ctx, _cpu: CpuId) {}
+    /// Whether the engine, when `pick_next` found nothing for an idle CPU,
+    /// calls `balance` and then `pick_next` once more (the default). A
+    /// policy answers `false` only if its `balance` does nothing and a
+    /// `pick_next` that finds nothing changes nothing and requests nothing,
+    /// so that asking again could only find nothing again: the engine then
+    /// skips both calls. (When a wake-up sends every idle CPU of a large
+    /// machine to schedule, as Xen's Credit does, those calls are most of
+    /// the work.)
+    fn pick_again_after_balance(&self) -> bool {
+        true
+    }
     /// `task` starts running on `cpu`.
     fn running(&mut self, _cx: &mut Ctx, _task: TaskId, _cpu: CpuId) {}
     /// `task` stops running on `cpu`; `runnable` if it was preempted.

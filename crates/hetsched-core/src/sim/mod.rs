@@ -1526,7 +1526,7 @@ impl Engine {
         self.src = Src::Sched;
         let next = self.with_sched(|s, cx| s.pick_next(cx, cpu));
         self.apply()?;
-        if next.is_some() {
+        if next.is_some() || !self.sched.pick_again_after_balance() {
             return Ok(next);
         }
         self.src = Src::Sched;
