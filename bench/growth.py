@@ -97,7 +97,7 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 #: The simulator's event loop: with ``engine_only``, callgrind counts only
 #: inside it (and what it calls).
-ENGINE_LOOP = "hetsched_core::sim::Engine::run"
+ENGINE_LOOP = "hetsched_core::sim::Engine::run_events"
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -107,3 +108,18 @@ def test_engine_only_counts_the_event_loop_alone(monkeypatch):
     toggle = f"--toggle-collect={growth.ENGINE_LOOP}"
     assert toggle not in seen[0]
     assert toggle in seen[1]
+
+
+def test_the_engine_loop_is_a_symbol_of_the_built_core():
+    # --engine-only counts inside the function of this name: if it were
+    # renamed or inlined away, callgrind would count nothing at all.
+    import subprocess
+
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) is not installed")
+    import hetsched._core as core
+
+    out = subprocess.run([nm, "-C", core.__file__], capture_output=True, text=True, check=True)
+    names = {line.split(" ", 2)[-1] for line in out.stdout.splitlines()}
+    assert growth.ENGINE_LOOP in names

@@ -2032,6 +2032,9 @@ impl Engine {
         self.run_events(progress).map_err(|e| *e)
     }
 
+    /// The event loop of [`Engine::run`], never inlined: `bench/growth.py
+    /// --engine-only` counts instructions inside it by its symbol.
+    #[inline(never)]
     fn run_events(&mut self, mut progress: Option<Progress>) -> Res<()> {
         // Initial state: every CPU idle at its idle power.
         for c in 0..self.m.ncpus() {
