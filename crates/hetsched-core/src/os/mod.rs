@@ -422,9 +422,7 @@ pub(crate) fn word_bits(i: usize, mut w: u64) -> impl Iterator<Item = usize> {
 }
 
 /// A CPU's scheduler-tick state: whether its host scheduler wants ticks
-/// while it runs a task, and whether a tick is armed. The engine keeps one
-/// per CPU and lends them to the host scheduler's context, so that the
-/// common wish (one that arms nothing) is set in place (`Ctx::want_tick`).
+/// while it runs a task, and whether a tick is armed.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct TickState {
     /// Ticks wanted while busy.
@@ -433,16 +431,58 @@ pub(crate) struct TickState {
     pub(crate) armed: bool,
 }
 
-/// Set `cpu`'s wish to `on` if that arms no tick (`busy`: `cpu` runs a
-/// task): off, or the CPU idle, or a tick already armed. False, changing
-/// nothing, if it would arm one (or `cpu` does not exist).
-#[inline]
-pub(crate) fn wish_in_place(ticks: &mut [TickState], cpu: CpuId, on: bool, busy: bool) -> bool {
-    match ticks.get_mut(cpu) {
-        Some(c) if !on || !busy || c.armed => {
-            c.wanted = on;
-            true
+/// The engine's per-CPU scheduling flags that the host scheduler's context
+/// may set in place, where applying a request after the callback would do
+/// exactly the same (`Ctx::want_tick`, `Ctx::resched`): each CPU's tick
+/// state, and the CPUs flagged for a reschedule, in the order they were
+/// flagged (the order the engine serves them).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SchedFlags {
+    /// Per CPU: its tick state.
+    pub(crate) ticks: Vec<TickState>,
+    /// Per CPU: flagged for a reschedule.
+    pub(crate) need_resched: Vec<bool>,
+    /// The flagged CPUs, in the order they were flagged.
+    pub(crate) resched_list: Vec<CpuId>,
+}
+
+impl SchedFlags {
+    /// Flags for `n` CPUs: no ticks, nothing to reschedule.
+    pub(crate) fn new(n: usize) -> SchedFlags {
+        SchedFlags {
+            ticks: vec![TickState::default(); n],
+            need_resched: vec![false; n],
+            resched_list: Vec::new(),
         }
-        _ => false,
+    }
+
+    /// Set `cpu`'s tick wish to `on` if that arms no tick (`busy`: `cpu`
+    /// runs a task): off, or the CPU idle, or a tick already armed. False,
+    /// changing nothing, if it would arm one (or `cpu` does not exist).
+    #[inline]
+    pub(crate) fn wish_in_place(&mut self, cpu: CpuId, on: bool, busy: bool) -> bool {
+        match self.ticks.get_mut(cpu) {
+            Some(c) if !on || !busy || c.armed => {
+                c.wanted = on;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Flag `cpu` for a reschedule (once until it is served). False,
+    /// changing nothing, if `cpu` does not exist.
+    #[inline]
+    pub(crate) fn flag_resched(&mut self, cpu: CpuId) -> bool {
+        match self.need_resched.get_mut(cpu) {
+            Some(f) => {
+                if !*f {
+                    *f = true;
+                    self.resched_list.push(cpu);
+                }
+                true
+            }
+            None => false,
+        }
     }
 }

@@ -6,7 +6,7 @@
 use super::governors::UtilChannel;
 use super::scx;
 use crate::hw::{CpuId, Machine};
-use crate::os::{Task, TaskId, TickState};
+use crate::os::{SchedFlags, Task, TaskId};
 use crate::time::SimTime;
 use rand::RngCore;
 
@@ -190,7 +190,7 @@ pub struct Ctx<'a> {
     pub(crate) util: Option<&'a mut UtilChannel>,
     /// The host CPUs' tick wishes, lent to the host scheduler only (`None`
     /// for every other context): see [`Ctx::want_tick`].
-    pub(crate) ticks: Option<&'a mut Vec<TickState>>,
+    pub(crate) flags: Option<&'a mut SchedFlags>,
 }
 
 impl<'a> Ctx<'a> {
@@ -335,8 +335,20 @@ impl<'a> Ctx<'a> {
     }
 
     /// Request: preempt `cpu` (or wake it if idle) and pick again.
+    ///
+    /// For the host scheduler, a reschedule recorded before any other
+    /// request of the callback flags the CPU in place, which is what
+    /// applying it first after the callback would do (a wake-up that
+    /// tickles every idle CPU of a large machine records hundreds).
     #[inline]
     pub fn resched(&mut self, cpu: CpuId) {
+        if self.reqs.is_empty() {
+            if let Some(f) = self.flags.as_deref_mut() {
+                if f.flag_resched(cpu) {
+                    return;
+                }
+            }
+        }
         self.reqs.push(Request::Resched(cpu));
     }
     /// Request: reassign `task` to `cpu`.
@@ -361,9 +373,9 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn want_tick(&mut self, cpu: CpuId, on: bool) {
         if self.reqs.is_empty() {
-            if let Some(tw) = self.ticks.as_deref_mut() {
+            if let Some(f) = self.flags.as_deref_mut() {
                 let busy = self.v.current.get(cpu).is_some_and(Option::is_some);
-                if crate::os::wish_in_place(tw, cpu, on, busy) {
+                if f.wish_in_place(cpu, on, busy) {
                     return;
                 }
             }

@@ -661,7 +661,7 @@ impl Engine {
     fn dl_push(&mut self) {
         let n = self.m.ncpus();
         let mut pending = (0..n)
-            .filter(|&c| self.cpus[c].need_resched || self.picking == Some(c))
+            .filter(|&c| self.flags.need_resched[c] || self.picking == Some(c))
             .count();
         let queued: Vec<(SimTime, TaskId)> = self
             .cls
@@ -680,7 +680,7 @@ impl Engine {
             let target = (0..n)
                 .filter(|&c| {
                     !claimed[c]
-                        && !self.cpus[c].need_resched
+                        && !self.flags.need_resched[c]
                         && self.picking != Some(c)
                         && self.allowed(t, c)
                         && self.dl_preempts(c, d)

@@ -828,7 +828,7 @@ impl Engine {
     #[cold]
     #[inline(never)]
     pub(super) fn dsq_resched(&mut self, cpu: CpuId) -> Res<()> {
-        self.cpus[cpu].need_resched = false;
+        self.flags.need_resched[cpu] = false;
         let mut prev = self.hv.current[cpu];
         if let Some(t) = prev {
             if self.tasks[t].state != TaskState::Running {

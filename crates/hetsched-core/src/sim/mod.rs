@@ -99,7 +99,6 @@ struct CpuRt {
     comp_gen: u32,
     tick_gen: u32,
     ticks: u64,
-    need_resched: bool,
     busy_ns: u64,
     /// The last busy rate and power computed for this CPU, and what they were
     /// computed from: program and phase parameters, frequency and whether an
@@ -212,8 +211,9 @@ pub struct Engine {
     /// All programs.
     pub progs: Vec<Program>,
     cpus: Vec<CpuRt>,
-    /// Per CPU: the host scheduler's tick wish and whether a tick is armed.
-    ticks: Vec<crate::os::TickState>,
+    /// Per CPU: the host scheduler's tick wish, whether a tick is armed,
+    /// and whether a reschedule is flagged (with the flagged CPUs in order).
+    flags: crate::os::SchedFlags,
     /// What the host's policies read of the CPUs: current tasks, online
     /// CPUs, domain frequencies, ratings, cpusets, vCPUs, fusion levels.
     hv: crate::policy::CpuView,
@@ -229,7 +229,6 @@ pub struct Engine {
     agent_last: Vec<SimTime>,
     reqs: Vec<Request>,
     src: Src,
-    resched_list: Vec<CpuId>,
     rng: Pcg64Mcg,
     timers: BTreeMap<u64, u32>,
     timer_gen: u32,
@@ -405,7 +404,7 @@ impl Engine {
             cls,
             util,
             cpus: vec![CpuRt::default(); n],
-            ticks: vec![crate::os::TickState::default(); n],
+            flags: crate::os::SchedFlags::new(n),
             hv: crate::policy::CpuView {
                 current: vec![None; n],
                 online: vec![true; n],
@@ -426,7 +425,6 @@ impl Engine {
             agent_last: vec![SimTime::ZERO; nagents],
             reqs: Vec::new(),
             src: Src::Sched,
-            resched_list: Vec::new(),
             rng: Pcg64Mcg::seed_from_u64(s.seed),
             timers: BTreeMap::new(),
             timer_gen: 0,
@@ -493,7 +491,7 @@ impl Engine {
             tasks,
             progs,
             hv,
-            ticks,
+            flags,
             reqs,
             rng,
             sched,
@@ -509,8 +507,8 @@ impl Engine {
         } = vm;
         let (sched, cx) = match who {
             CtxFor::Host | CtxFor::Sched | CtxFor::Agent => {
-                let ticks = match who {
-                    CtxFor::Sched => Some(ticks),
+                let flags = match who {
+                    CtxFor::Sched => Some(flags),
                     _ => None,
                 };
                 let (dsq, util) = match who {
@@ -532,7 +530,7 @@ impl Engine {
                     obs,
                     dsq,
                     util,
-                    ticks,
+                    flags,
                 };
                 (sched, cx)
             }
@@ -550,7 +548,7 @@ impl Engine {
                     obs,
                     dsq: None,
                     util: None,
-                    ticks: None,
+                    flags: None,
                 };
                 (&mut g.sched, cx)
             }
@@ -795,7 +793,7 @@ impl Engine {
     /// Whether `cpu` needs ticks: its scheduler asked, or its vCPU's guest.
     #[inline]
     fn wants_tick(&self, cpu: CpuId) -> bool {
-        self.ticks[cpu].wanted || self.hv.current[cpu].is_some_and(|t| self.vm.wants_tick(t))
+        self.flags.ticks[cpu].wanted || self.hv.current[cpu].is_some_and(|t| self.vm.wants_tick(t))
     }
 
     /// A CPU's busy state changed: SMT siblings may change speed.
@@ -828,7 +826,7 @@ impl Engine {
         let next = SimTime((self.now.0 / tick + 1) * tick);
         let c = &mut self.cpus[cpu];
         c.tick_gen = c.tick_gen.wrapping_add(1);
-        self.ticks[cpu].armed = true;
+        self.flags.ticks[cpu].armed = true;
         let gen = c.tick_gen;
         self.q.push(
             next,
@@ -849,10 +847,7 @@ impl Engine {
     }
 
     fn flag_resched(&mut self, cpu: CpuId) {
-        if !self.cpus[cpu].need_resched {
-            self.cpus[cpu].need_resched = true;
-            self.resched_list.push(cpu);
-        }
+        self.flags.flag_resched(cpu);
     }
 
     // -------------------------------------------------------- task states
@@ -968,8 +963,8 @@ impl Engine {
     /// Turn ticks on `cpu` on or off (arming one if it is busy and has none).
     #[inline]
     fn want_tick(&mut self, cpu: CpuId, on: bool) {
-        self.ticks[cpu].wanted = on;
-        if on && self.hv.current[cpu].is_some() && !self.ticks[cpu].armed {
+        self.flags.ticks[cpu].wanted = on;
+        if on && self.hv.current[cpu].is_some() && !self.flags.ticks[cpu].armed {
             self.arm_tick(cpu);
         }
     }
@@ -1334,7 +1329,7 @@ impl Engine {
         }
         self.refresh(cpu);
         self.refresh_siblings(cpu);
-        if self.wants_tick(cpu) && !self.ticks[cpu].armed {
+        if self.wants_tick(cpu) && !self.flags.ticks[cpu].armed {
             self.arm_tick(cpu);
         }
         Ok(())
@@ -1452,7 +1447,7 @@ impl Engine {
         if self.dsq.is_some() {
             return self.dsq_resched(cpu);
         }
-        self.cpus[cpu].need_resched = false;
+        self.flags.need_resched[cpu] = false;
         let prev = self.hv.current[cpu];
         if let Some(t) = prev {
             if self.tasks[t].state != TaskState::Running {
@@ -1480,7 +1475,7 @@ impl Engine {
         }
         // Re-enqueueing the preempted task on this (momentarily idle) CPU
         // flagged it again; this pick serves that request.
-        self.cpus[cpu].need_resched = false;
+        self.flags.need_resched[cpu] = false;
         self.picking = Some(cpu);
         let next = self.pick(cpu);
         self.picking = None;
@@ -1541,14 +1536,14 @@ impl Engine {
     fn process_resched(&mut self) -> Res<()> {
         loop {
             let mut i = 0;
-            while i < self.resched_list.len() {
-                let cpu = self.resched_list[i];
+            while i < self.flags.resched_list.len() {
+                let cpu = self.flags.resched_list[i];
                 i += 1;
-                if self.cpus[cpu].need_resched {
+                if self.flags.need_resched[cpu] {
                     self.resched(cpu)?;
                 }
             }
-            self.resched_list.clear();
+            self.flags.resched_list.clear();
             // Guest-level reschedules may block or wake vCPUs in the host.
             if !self.vm_process_resched()? {
                 return Ok(());
@@ -2388,11 +2383,11 @@ impl Engine {
                 if c.tick_gen != gen {
                     return Ok(false);
                 }
-                self.ticks[cpu].armed = false;
+                self.flags.ticks[cpu].armed = false;
                 let Some(t) = self.hv.current[cpu] else {
                     return Ok(false);
                 };
-                let host = self.ticks[cpu].wanted && !self.is_class_task(t);
+                let host = self.flags.ticks[cpu].wanted && !self.is_class_task(t);
                 let guest = self.vm.wants_tick(t);
                 if !host && !guest {
                     return Ok(false);
@@ -2407,7 +2402,9 @@ impl Engine {
                 if guest {
                     self.vm_guest_tick(cpu)?;
                 }
-                if self.hv.current[cpu].is_some() && self.wants_tick(cpu) && !self.ticks[cpu].armed
+                if self.hv.current[cpu].is_some()
+                    && self.wants_tick(cpu)
+                    && !self.flags.ticks[cpu].armed
                 {
                     self.arm_tick(cpu);
                 }

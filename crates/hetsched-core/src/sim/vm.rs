@@ -384,7 +384,10 @@ impl Engine {
                         bad_v(self, v, "want_tick")?;
                         self.vm.vms[k].tick_wanted[v] = on;
                         if let Some(p) = self.vcpu_pcpu(k, v) {
-                            if on && self.vm.vms[k].v.current[v].is_some() && !self.ticks[p].armed {
+                            if on
+                                && self.vm.vms[k].v.current[v].is_some()
+                                && !self.flags.ticks[p].armed
+                            {
                                 self.arm_tick(p);
                             }
                         }
@@ -547,7 +550,7 @@ impl Engine {
                 let p = self.tasks[vt].cpu;
                 self.vm_exec_begin(p, t);
                 self.refresh(p);
-                if self.vm.vms[k].tick_wanted[v] && !self.ticks[p].armed {
+                if self.vm.vms[k].tick_wanted[v] && !self.flags.ticks[p].armed {
                     self.arm_tick(p);
                 }
             }
