@@ -294,8 +294,14 @@ def test_outside_activity_is_read_from_the_spinners_preemptions() -> None:
     assert 1.0 < out.rate_per_s < 200.0
     assert 0.0 < out.run_ms < 1.0
     assert out.cpus == [0]
+    # The nice pair (not shielded) is preempted by them too; the churn
+    # experiment does not measure them.
     nice = next(e for e in suite.experiments() if e.name == "nice-pair")
-    assert suite.outside_activity(nice, runs["nice-pair"]) is None
+    out = suite.outside_activity(nice, runs["nice-pair"])
+    assert out is not None and out.cpus == [0]
+    assert 0.5 < out.rate_per_s < 200.0 and 0.0 < out.run_ms < 1.0
+    churn = next(e for e in suite.experiments() if e.name == "churn")
+    assert suite.outside_activity(churn, runs["churn"]) is None
 
 
 def test_outside_activity_gives_the_tail_a_custom_slice_cuts() -> None:
