@@ -29,11 +29,14 @@ def test_list_policies_shows_eevdf_and_its_features(monkeypatch, capsys) -> None
         assert f"{name} = true" in out, name
     assert "base_slice_ms = auto" in out
     assert "hrtick = false" in out  # off in the kernel's features.h
+    assert "kernel = 6.12" in out and "charge = events" in out
     info = next(p for p in _core.list_policies() if p["name"] == "eevdf")
     assert {q["name"] for q in info["params"]} == {
         *FEATURES,
         "hrtick",
         "base_slice_ms",
+        "kernel",
+        "charge",
         "balance",
         "busy_factor",
         "util_est",

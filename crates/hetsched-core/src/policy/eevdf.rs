@@ -51,6 +51,23 @@
 //! O(log n), as are insertion and removal; the entity found is the one a scan
 //! in deadline order would find.
 //!
+//! `kernel = 6.18` swaps in Linux 6.17+'s slice protection (commits
+//! 74eec63661d4, 9de74a9850b9, 052c3d87c82e, 3a0baa8e6c57, 0b9ca2dcabc3):
+//! the running entity is protected while its vruntime is below `vprot`
+//! (its deadline, or sooner by the shortest slice queued beside it:
+//! `set_protect_slice`); `update_curr` reschedules at every charge past the
+//! deadline or the protection while others are queued; a woken entity with
+//! a shorter slice is picked as if the running one were unprotected, which
+//! loses its protection only if it is preempted, else has it cut to the
+//! shortest queued slice (`update_protect_slice`); the base slice is 6.15's
+//! 0.7 ms × (1 + log2(min(ncpus, 8))).
+//!
+//! `charge = continual` charges the running entity at every instant, as
+//! the kernel does a task that reads its own CPU-time clock continually
+//! (`task_sched_runtime` calls `update_curr`): a per-CPU timer at the first
+//! instant at which `update_curr` would reschedule, computed from the sums;
+//! a lone entity's deadline renewed by whole slices as it passes them.
+//!
 //! HRTICK (off by default, as in the kernel's features.h): a timer `slice`
 //! after a switch to an entity (at least 10 µs ahead, `hrtick_start`) ends
 //! its slice between ticks while others are queued: it charges the entity
@@ -85,8 +102,15 @@ use crate::time::SimTime;
 use tree::EligTree;
 
 /// The kernel's default base slice before scaling, ns (`sysctl_sched_base_slice`
-/// = 750 µs normalised, kernel/sched/fair.c).
+/// = 750 µs normalised, kernel/sched/fair.c of 6.12).
 const BASE_SLICE_NS: u64 = 750_000;
+
+/// The same since Linux 6.15 (700 µs normalised: "sched: Reduce the default
+/// slice to avoid tasks getting an extra tick"), so in 6.18.
+const BASE_SLICE_618_NS: u64 = 700_000;
+
+/// Timer tokens of the per-CPU timers of continual charging: this base + the CPU.
+const CHARGE_TOKEN: u64 = 0x4348_4152_4745_0000;
 
 /// The kernel's shortest hrtick delay, ns (`hrtick_start` in
 /// kernel/sched/core.c: "Don't schedule slices shorter than 10000ns").
@@ -130,11 +154,23 @@ const FEATURES: [(&str, &str); 8] = [
 ];
 
 fn params() -> Vec<ParamDef> {
-    let mut v = vec![ParamDef {
-        name: "base_slice_ms",
-        default: "auto",
-        doc: "sysctl_sched_base_slice; auto = 0.75 ms × (1 + log2(min(ncpus, 8)))",
-    }];
+    let mut v = vec![
+        ParamDef {
+            name: "base_slice_ms",
+            default: "auto",
+            doc: "sysctl_sched_base_slice; auto = 0.75 ms × (1 + log2(min(ncpus, 8))), 0.7 ms × the same with kernel = 6.18",
+        },
+        ParamDef {
+            name: "kernel",
+            default: "6.12",
+            doc: "whose slice protection and update_curr rules: 6.12, or 6.18 (since 6.17: protection up to the shortest queued slice, and every charge past it reschedules while others are queued)",
+        },
+        ParamDef {
+            name: "charge",
+            default: "events",
+            doc: "when the running task is charged (update_curr): at ticks and scheduler events, or continual (every instant, as a task reading its own CPU-time clock is: its slice ends, and an unprotected one is preempted, the moment update_curr would say so)",
+        },
+    ];
     for (name, doc) in FEATURES {
         v.push(ParamDef {
             name,
@@ -221,6 +257,17 @@ pub struct Features {
     /// HRTICK: a timer `slice` after the pick ends the running task's slice
     /// between ticks while others are queued (`hrtick_start_fair`).
     pub hrtick: bool,
+    /// `kernel = 6.18`: Linux 6.17+'s slice protection (`vprot`, up to the
+    /// shortest queued slice: `set_protect_slice`, `update_protect_slice`)
+    /// and `update_curr`'s rule that, with others queued, every charge past
+    /// the protection reschedules. Off: 6.12's (protected until the deadline
+    /// is renewed; past it, PREEMPT_SHORT reschedules once not eligible).
+    pub kernel618: bool,
+    /// `charge = continual`: the running task is charged at every instant
+    /// (each read of its CPU-time clock calls `update_curr`), so its
+    /// deadline is renewed the moment it passes and the CPU reschedules the
+    /// moment `update_curr` would.
+    pub continual: bool,
 }
 
 /// Per-task scheduling entity.
@@ -252,6 +299,9 @@ struct Se {
     /// RUN_TO_PARITY: picked and not given a new slice since (the kernel
     /// stashes the deadline at pick time in `vlag` and compares).
     protected: bool,
+    /// `kernel = 6.18`: the vruntime up to which the running entity is
+    /// protected (the kernel's `vprot`): protected while `vruntime < vprot`.
+    vprot: i64,
     /// Tie-break of the queue order: when it was queued.
     seq: u64,
     seen: bool,
@@ -286,6 +336,11 @@ struct Rq {
     ticking: bool,
     /// When this CPU's slice-end timer (HRTICK) is armed for.
     hrtick_at: Option<SimTime>,
+    /// When this CPU's continual-charging timer is armed for.
+    charge_at: Option<SimTime>,
+    /// `kernel = 6.18`: how many of the tree's entities have each slice
+    /// (the kernel's `min_slice` augmentation: `cfs_rq_min_slice`).
+    slices: std::collections::BTreeMap<u64, u32>,
 }
 
 /// The EEVDF scheduler.
@@ -293,6 +348,9 @@ pub struct Eevdf {
     name: String,
     f: Features,
     base_slice: u64,
+    /// The base slice before scaling (`normalized_sysctl_sched_base_slice`):
+    /// `kernel = 6.18`'s least protection without RUN_TO_PARITY.
+    normal_slice: u64,
     tick: u64,
     rqs: Vec<Rq>,
     se: Vec<Se>,
@@ -356,10 +414,15 @@ impl Eevdf {
             ("eevdf", params())
         };
         let p = Params::new(entry, &ps.params, &defs)?;
+        let kernel618 = p.choice("kernel", &["6.12", "6.18"])? == "6.18";
+        let continual = p.choice("charge", &["events", "continual"])? == "continual";
+        let scale = fair::tunable_scale(m);
         let base_slice = if p.given("base_slice_ms") {
             (p.f64("base_slice_ms", 0.1, 100.0)? * 1e6).round() as u64
+        } else if kernel618 {
+            BASE_SLICE_618_NS * scale
         } else {
-            BASE_SLICE_NS * fair::tunable_scale(m)
+            BASE_SLICE_NS * scale
         };
         let f = Features {
             place_lag: p.bool("place_lag")?,
@@ -371,6 +434,8 @@ impl Eevdf {
             delay_zero: p.bool("delay_zero")?,
             wakeup_preemption: p.bool("wakeup_preemption")?,
             hrtick: p.bool("hrtick")?,
+            kernel618,
+            continual,
         };
         let balance = p.bool("balance")?;
         let busy_factor = p.f64("busy_factor", 1.0, 1024.0)? as u64;
@@ -397,6 +462,7 @@ impl Eevdf {
             name,
             f,
             base_slice,
+            normal_slice: (base_slice / scale).max(1),
             tick: m.tick.0.max(1),
             rqs: vec![Rq::default(); n],
             se: Vec::new(),
@@ -493,6 +559,9 @@ impl Eevdf {
         let se = &mut self.se[t];
         se.seq = seq;
         rq.tree.insert((se.deadline, seq, t), se.vruntime);
+        if self.f.kernel618 {
+            *rq.slices.entry(se.slice).or_insert(0) += 1;
+        }
     }
 
     /// Take `t` out of `cpu`'s tree (the sums are the caller's: the entity
@@ -503,6 +572,67 @@ impl Eevdf {
         let se = &self.se[t];
         let found = rq.tree.remove(&(se.deadline, se.seq, t));
         debug_assert!(found, "task {t} not in the queue of cpu {cpu}");
+        if self.f.kernel618 {
+            if let Some(n) = rq.slices.get_mut(&se.slice) {
+                *n -= 1;
+                if *n == 0 {
+                    rq.slices.remove(&se.slice);
+                }
+            }
+        }
+    }
+
+    /// `cfs_rq_min_slice`: the shortest slice among the tree's entities and
+    /// `curr` (`u64::MAX` with none); `kernel = 6.18` only.
+    fn min_slice(&self, cpu: CpuId, curr: Option<TaskId>) -> u64 {
+        let rq = &self.rqs[cpu];
+        let queued = rq.slices.keys().next().copied().unwrap_or(u64::MAX);
+        curr.map_or(queued, |c| queued.min(self.se[c].slice))
+    }
+
+    /// Whether the running (or just put back) entity `t` is protected from
+    /// a pick of another: 6.12, picked and its deadline not renewed since
+    /// (nor its protection lifted by PREEMPT_SHORT); 6.18, `protect_slice`:
+    /// its vruntime has not reached `vprot`.
+    #[inline]
+    fn is_protected(&self, t: TaskId) -> bool {
+        let se = &self.se[t];
+        if self.f.kernel618 {
+            se.vruntime < se.vprot
+        } else {
+            se.protected
+        }
+    }
+
+    /// `set_next_entity`'s protection of `t`, just picked on `cpu` (taken
+    /// out of the tree): 6.12 stashes the deadline; 6.18
+    /// (`set_protect_slice`) protects up to the deadline, or for the
+    /// shortest slice among the others queued if that is shorter than its
+    /// own (RUN_TO_PARITY; without it, for at most the unscaled base slice).
+    fn set_protect(&mut self, cpu: CpuId, t: TaskId) {
+        if !self.f.kernel618 {
+            self.se[t].protected = true;
+            return;
+        }
+        let mut slice = if self.f.run_to_parity {
+            self.min_slice(cpu, None)
+        } else {
+            self.normal_slice
+        };
+        let se = &mut self.se[t];
+        slice = slice.min(se.slice);
+        se.vprot = se.deadline;
+        if slice != se.slice {
+            se.vprot = se.vprot.min(se.vruntime + vdelta(slice, se.weight));
+        }
+    }
+
+    /// Lift `t`'s protection (`cancel_protect_slice`, or 6.12's stash of
+    /// `deadline + 1`).
+    fn cancel_protect(&mut self, t: TaskId) {
+        let se = &mut self.se[t];
+        se.protected = false;
+        se.vprot = se.vprot.min(se.vruntime);
     }
 
     /// `update_entity_lag`: save `V − v`, clamped to the lag of twice the
@@ -588,6 +718,7 @@ impl Eevdf {
         self.detach(cpu, t);
         self.sync_tick(cx, cpu);
         self.hrtick_start(cx, cpu);
+        self.charge_arm(cx, cpu);
     }
 
     /// Bookkeeping of an entity leaving `cpu`'s queue.
@@ -687,7 +818,27 @@ impl Eevdf {
         let dv = vdelta(delta, se.weight);
         se.vruntime += dv;
         self.rqs[cpu].sum_wv += dv as i128 * se.weight as i128;
-        self.update_deadline(t)
+        if self.f.continual {
+            self.renew_continual(t)
+        } else {
+            self.update_deadline(t)
+        }
+    }
+
+    /// `update_deadline` as continual charging calls it: at the instant the
+    /// vruntime reaches the deadline, which so moves by whole slices
+    /// (`v + vslice` with `v` the old deadline), as often as the charge
+    /// passed one. Whether it did.
+    fn renew_continual(&mut self, t: TaskId) -> bool {
+        if self.se[t].vruntime < self.se[t].deadline {
+            return false;
+        }
+        self.refresh_slice(t);
+        let se = &mut self.se[t];
+        let vslice = vdelta(se.slice, se.weight).max(1);
+        se.deadline += ((se.vruntime - se.deadline) / vslice + 1) * vslice;
+        se.protected = false;
+        true
     }
 
     /// `update_curr`: charge the running entity up to `now`. Whether the CPU
@@ -702,7 +853,7 @@ impl Eevdf {
         }
         let mut at = start.0;
         let mut renewed = false;
-        if !self.rqs[cpu].ticking {
+        if !self.rqs[cpu].ticking && !self.f.continual {
             // Replay the ticks the engine did not deliver: each charges the
             // time up to it and renews a passed deadline.
             let tick = self.tick;
@@ -718,6 +869,12 @@ impl Eevdf {
         if self.rqs[cpu].nr_running == 1 {
             return false;
         }
+        if self.f.kernel618 {
+            // 6.17+ (`update_curr`, "Always trigger resched at the end of a
+            // protected period"): past its protection, every charge
+            // reschedules, and the pick decides.
+            return renewed || !self.is_protected(t);
+        }
         renewed || self.did_preempt_short(cpu, t)
     }
 
@@ -730,6 +887,12 @@ impl Eevdf {
     /// `pick_eevdf`: the eligible entity with the earliest deadline among the
     /// queue and `curr` (the running one, or the one just put back).
     fn pick_eevdf(&self, cpu: CpuId, curr: Option<TaskId>) -> Option<TaskId> {
+        self.pick_eevdf_p(cpu, curr, true)
+    }
+
+    /// [`Eevdf::pick_eevdf`], with `curr`'s protection honoured or not
+    /// (6.18's `__pick_eevdf(cfs_rq, protect)`).
+    fn pick_eevdf_p(&self, cpu: CpuId, curr: Option<TaskId>, protect: bool) -> Option<TaskId> {
         let rq = &self.rqs[cpu];
         if rq.nr_running == 1 {
             return rq.curr.or_else(|| rq.tree.first().map(|e| e.2));
@@ -746,7 +909,13 @@ impl Eevdf {
         let eligible = |t: TaskId| self.se[t].vruntime <= vmax;
         let curr = curr.filter(|&c| eligible(c));
         if let Some(c) = curr {
-            if self.f.run_to_parity && self.se[c].protected {
+            let kept = if self.f.kernel618 {
+                // Without RUN_TO_PARITY 6.18 still protects a quantum.
+                protect && self.is_protected(c)
+            } else {
+                self.f.run_to_parity && self.se[c].protected
+            };
+            if kept {
                 return Some(c);
             }
         }
@@ -794,6 +963,25 @@ impl Eevdf {
         if !self.f.wakeup_preemption {
             return;
         }
+        if self.f.kernel618 {
+            // 6.17+: a waking task with a shorter slice is picked as if the
+            // running one were unprotected, whose protection is then lifted
+            // only if it does preempt; if it does not, the protection is
+            // cut to the shortest slice queued (RUN_TO_PARITY,
+            // `update_protect_slice`).
+            let short = self.f.preempt_short && self.se[t].slice < self.se[c].slice;
+            if self.pick_eevdf_p(cpu, Some(c), !short) == Some(t) {
+                if short {
+                    self.cancel_protect(c);
+                }
+                cx.resched(cpu);
+            } else if short && self.f.run_to_parity {
+                let slice = self.min_slice(cpu, Some(c));
+                let se = &mut self.se[c];
+                se.vprot = se.vprot.min(se.vruntime + vdelta(slice, se.weight));
+            }
+            return;
+        }
         if self.do_preempt_short(cpu, t, c) && self.se[c].protected {
             self.se[c].protected = false;
         }
@@ -822,16 +1010,15 @@ impl Eevdf {
             // It runs, still counted.
             self.queue_take(cpu, t);
             self.rqs[cpu].curr = Some(t);
-            let se = &mut self.se[t];
-            se.exec_start = now;
+            self.se[t].exec_start = now;
             if prev != Some(t) {
                 // A switch to another task (`set_next_entity`: its slice is
                 // protected, HRTICK counts from here). The one put back and
                 // picked again runs on without one (`pick_next_task_fair`
                 // skips `set_next_entity` when `prev == p`): a slice renewed
                 // since its switch stays unprotected.
-                se.protected = true;
-                se.picked_at = now;
+                self.set_protect(cpu, t);
+                self.se[t].picked_at = now;
             }
         }
         picked
@@ -873,6 +1060,93 @@ impl Eevdf {
         if self.rqs[cpu].hrtick_at.take().is_some() {
             cx.cancel_timer(HRTICK_TOKEN + cpu as u64);
         }
+    }
+
+    /// Continual charging: after anything changed on `cpu`, a timer at the
+    /// first instant at which `update_curr` of the running entity, charged
+    /// continually, would reschedule (none while it is alone).
+    #[inline]
+    fn charge_arm(&mut self, cx: &mut Ctx, cpu: CpuId) {
+        if self.f.continual {
+            self.charge_arm_on(cx, cpu);
+        }
+    }
+
+    /// [`Eevdf::charge_arm`] with continual charging on.
+    #[inline(never)]
+    fn charge_arm_on(&mut self, cx: &mut Ctx, cpu: CpuId) {
+        let curr = self.rqs[cpu].curr;
+        let at = match curr {
+            Some(_) if self.update_curr(cpu, cx.now) => {
+                cx.resched(cpu);
+                None
+            }
+            Some(c) if self.rqs[cpu].nr_running >= 2 => {
+                let dv = self.continual_dv(cpu, c);
+                let w = self.se[c].weight as u128;
+                // The least run whose charge (`calc_delta_fair`, rounded
+                // down) reaches `dv`; at least 1 ns ahead.
+                let dt = (dv as u128 * w).div_ceil(fair::NICE_0_LOAD as u128);
+                Some(SimTime(
+                    cx.now.0 + (dt.min(u64::MAX as u128 / 2) as u64).max(1),
+                ))
+            }
+            _ => None,
+        };
+        if at == self.rqs[cpu].charge_at {
+            return;
+        }
+        let token = CHARGE_TOKEN + cpu as u64;
+        match at {
+            Some(at) => cx.arm_timer(at, token),
+            None => cx.cancel_timer(token),
+        }
+        self.rqs[cpu].charge_at = at;
+    }
+
+    /// The virtual time `c`, running on `cpu` (charged up to now, others
+    /// queued), has to run until `update_curr` reschedules: until its
+    /// deadline; with 6.18's rule, until its protection ends and, once
+    /// unprotected, until the pick would be another (it is no longer
+    /// eligible, or one queued with a deadline no later than its own becomes
+    /// eligible); with 6.12's, once unprotected, until it is no longer
+    /// eligible (PREEMPT_SHORT). 0: at once.
+    fn continual_dv(&self, cpu: CpuId, c: TaskId) -> i64 {
+        let se = &self.se[c];
+        let v = se.vruntime;
+        let mut dv = se.deadline - v;
+        let (sum, load) = self.sums(cpu);
+        let w = se.weight as i128;
+        // Running `x` more: Σwv grows by w·x and c's vruntime by x; c is
+        // no longer eligible once `sum + w·x < (v + x)·load`, that is
+        // `x·(load − w) > sum − v·load`.
+        let ineligible_in = || {
+            let gap = sum - v as i128 * load;
+            if gap < 0 {
+                0
+            } else {
+                (gap / (load - w).max(1) + 1).min(i64::MAX as i128) as i64
+            }
+        };
+        if self.f.kernel618 {
+            if self.is_protected(c) {
+                dv = dv.min(se.vprot - v);
+            } else {
+                dv = dv.min(ineligible_in());
+                for (d, _, j) in self.rqs[cpu].tree.iter() {
+                    if d > se.deadline || dv == 0 {
+                        break;
+                    }
+                    // `j` becomes eligible once `sum + w·x ≥ v_j·load`.
+                    let need = self.se[j].vruntime as i128 * load - sum;
+                    let x = if need <= 0 { 0 } else { (need + w - 1) / w };
+                    dv = dv.min(x.min(i64::MAX as i128) as i64);
+                }
+            }
+        } else if self.f.preempt_short && !se.protected {
+            dv = dv.min(ineligible_in());
+        }
+        dv.max(0)
     }
 
     /// The running entity `t` stops: put back (`runnable`), or asleep —
@@ -948,7 +1222,10 @@ impl Eevdf {
             se.deadline = (se.deadline as i128 * old_w as i128 / new_w as i128) as i64;
             se.rel_deadline = true;
             se.weight = new_w;
+            // The kernel's `update_entity_lag` overwrites the stashed
+            // protection (6.12's deadline copy, 6.18's `vprot`).
             se.protected = false;
+            se.vprot = i64::MIN;
         }
         if !self.se[t].delayed {
             self.bal.sub(cpu, old_w);
@@ -1017,6 +1294,7 @@ impl FairQueues for Eevdf {
         }
         self.sync_tick(cx, dst);
         self.hrtick_start(cx, dst);
+        self.charge_arm(cx, dst);
     }
 
     fn lb6(&mut self) -> Option<&mut Option<Box<fair::Lb6>>> {
@@ -1052,6 +1330,7 @@ impl Scheduler for Eevdf {
             self.finish_delayed(c, t);
             self.sync_tick(cx, c);
             self.hrtick_start(cx, c);
+            self.charge_arm(cx, c);
         }
         let aff = &cx.task(t).affinity;
         let prev_ok = prev.filter(|&p| aff.contains(p) && cx.online(p));
@@ -1161,6 +1440,7 @@ impl Scheduler for Eevdf {
         }
         if delayed && old != cpu {
             self.hrtick_start(cx, old);
+            self.charge_arm(cx, old);
         }
         // `hrtick_update` at the end of `enqueue_task_fair`, before the
         // wake-up preemption check.
@@ -1171,6 +1451,7 @@ impl Scheduler for Eevdf {
             self.wakeup_preempt(cx, cpu, t);
         }
         self.sync_tick(cx, cpu);
+        self.charge_arm(cx, cpu);
     }
 
     fn dequeue(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
@@ -1181,6 +1462,7 @@ impl Scheduler for Eevdf {
         }
         self.sync_tick(cx, cpu);
         self.hrtick_start(cx, cpu);
+        self.charge_arm(cx, cpu);
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
@@ -1198,6 +1480,7 @@ impl Scheduler for Eevdf {
         if picked.is_some() && picked != prev {
             self.hrtick_start(cx, cpu);
         }
+        self.charge_arm(cx, cpu);
         picked
     }
 
@@ -1221,12 +1504,23 @@ impl Scheduler for Eevdf {
         self.stop_entity(cpu, t, cx.now, runnable);
         self.sync_tick(cx, cpu);
         self.hrtick_clear(cx, cpu);
+        self.charge_arm(cx, cpu);
     }
 
     /// The slice-end timer (HRTICK) fired: `hrtick` calls the class's tick
     /// with `queued` set, which charges the running entity and reschedules
     /// (`entity_tick`: "queued ticks are scheduled to match the slice").
     fn on_timer(&mut self, cx: &mut Ctx, token: u64) {
+        if let Some(cpu) = token
+            .checked_sub(CHARGE_TOKEN)
+            .map(|c| c as usize)
+            .filter(|&c| c < self.rqs.len())
+        {
+            // Continual charging: the moment `update_curr` reschedules.
+            self.rqs[cpu].charge_at = None;
+            self.charge_arm(cx, cpu);
+            return;
+        }
         let Some(cpu) = token
             .checked_sub(HRTICK_TOKEN)
             .map(|c| c as usize)
@@ -1268,6 +1562,7 @@ impl Scheduler for Eevdf {
         if self.bal.balance {
             fair::tick_balance(self, cx, cpu);
         }
+        self.charge_arm(cx, cpu);
     }
 
     /// An exited task still delayed on a queue leaves it at that CPU's next
@@ -1290,6 +1585,8 @@ impl Scheduler for Eevdf {
         }
         if self.se[t].on_rq {
             self.reweight_queued(cx, t, new_w);
+            let cpu = self.se[t].cpu;
+            self.charge_arm(cx, cpu);
         } else {
             let se = &mut self.se[t];
             se.vlag = (se.vlag as i128 * old_w as i128 / new_w as i128) as i64;
@@ -1502,6 +1799,190 @@ mod tests {
         assert_eq!(s.se[1].vlag, 0);
         assert_eq!(s.rqs[0].nr_running, 1);
         assert!(s.rqs[0].delayed.is_empty());
+    }
+
+    /// [`bare`] with a policy spec (`eevdf[...]`).
+    fn bare_with(n: usize, spec: &str) -> Eevdf {
+        let text = format!(
+            "duration_s = 1\n[machine.types.c]\ncapacity = 1024\n[[machine.clusters]]\ntype = \"c\"\ncores = {n}\n"
+        );
+        let scn = crate::scenario::parse(&text, "t", crate::scenario::Format::Toml, &[]).unwrap();
+        let m = scn.build(None, vec![]).unwrap().machine;
+        Eevdf::from_params(&super::super::parse_spec(spec).unwrap(), &m).unwrap()
+    }
+
+    /// Make queued `t` the running entity of cpu 0 since `at`.
+    fn run(s: &mut Eevdf, t: TaskId, at: u64) {
+        s.queue_take(0, t);
+        s.rqs[0].curr = Some(t);
+        s.se[t].exec_start = SimTime(at);
+    }
+
+    #[test]
+    fn kernel_618_base_slice_is_0_7_ms_scaled() {
+        // 0.7 ms × (1 + ilog2(min(n, 8))) since 6.15: 1 → 0.7, 2 → 1.4,
+        // 16 → 2.8 ms; the unscaled 0.7 ms is the quantum without
+        // RUN_TO_PARITY.
+        assert_eq!(bare_with(1, "eevdf[kernel=6.18]").base_slice(), 700_000);
+        let s = bare_with(2, "eevdf[kernel=6.18]");
+        assert_eq!(s.base_slice(), 1_400_000);
+        assert_eq!(s.normal_slice, 700_000);
+        assert_eq!(bare_with(16, "eevdf[kernel=6.18]").base_slice(), 2_800_000);
+        // An explicit base slice still wins.
+        assert_eq!(
+            bare_with(2, "eevdf[kernel=6.18,base_slice_ms=3]").base_slice(),
+            3_000_000
+        );
+        for bad in ["eevdf[kernel=6.6]", "eevdf[charge=often]"] {
+            let text = "duration_s = 1\n[machine.types.c]\ncapacity = 1024\n[[machine.clusters]]\ntype = \"c\"\ncores = 1\n";
+            let scn =
+                crate::scenario::parse(text, "t", crate::scenario::Format::Toml, &[]).unwrap();
+            let m = scn.build(None, vec![]).unwrap().machine;
+            let e = Eevdf::from_params(&super::super::parse_spec(bad).unwrap(), &m)
+                .err()
+                .unwrap();
+            assert!(e.contains("is not allowed; allowed:"), "{e}");
+        }
+    }
+
+    #[test]
+    fn kernel_618_reschedules_at_every_charge_past_the_protection() {
+        // Running 1 (v 0, d 1.4 ms) beside queued 0 (v 1 ms, d 2.4 ms), all
+        // nice 0. Picked, 1 is protected up to its deadline (equal slices).
+        for spec in ["eevdf[kernel=6.18]", "eevdf"] {
+            let mut s = bare_with(1, spec);
+            put(&mut s, 0, 1_000_000, 1024, 2_400_000);
+            put(&mut s, 1, 0, 1024, 1_400_000);
+            run(&mut s, 1, 0);
+            s.set_protect(0, 1);
+            // 0.3 ms later: v = 0.3 ms, V = 0.65 ms, still eligible and
+            // protected: no reschedule under either rule.
+            assert!(!s.update_curr(0, SimTime(300_000)));
+            // Its protection lifted (a waking task with a shorter slice),
+            // 0.1 ms more: v = 0.4 ms, V = 0.7 ms, still eligible. 6.18
+            // reschedules (the pick decides: 1 again, as it is eligible with
+            // the earlier deadline); 6.12 waits until it is not eligible.
+            s.cancel_protect(1);
+            assert!(s.se[1].vprot <= 300_000);
+            let resched = s.update_curr(0, SimTime(400_000));
+            assert_eq!(resched, spec == "eevdf[kernel=6.18]", "{spec}");
+            assert_eq!(s.pick_eevdf(0, Some(1)), Some(1));
+        }
+    }
+
+    #[test]
+    fn kernel_618_protects_up_to_the_shortest_queued_slice() {
+        let mut s = bare_with(1, "eevdf[kernel=6.18]");
+        // Queued 0 with a custom slice of 0.1 ms; 1 (slice 0.7 ms, v 0,
+        // d 0.7 ms) is picked: protected up to v + 0.1 ms, not its deadline.
+        put(&mut s, 0, 0, 1024, 100_000);
+        put(&mut s, 1, 0, 1024, 700_000);
+        s.se[0].slice = 100_000;
+        s.se[0].custom_slice = true;
+        // (Requeue 0 so that the queue counts its slice.)
+        s.queue_take(0, 0);
+        s.queue_put(0, 0);
+        assert_eq!(s.min_slice(0, None), 100_000);
+        run(&mut s, 1, 0);
+        s.set_protect(0, 1);
+        assert_eq!(s.se[1].vprot, 100_000);
+        assert!(s.is_protected(1));
+        // 0.1 ms later its protection has ended.
+        s.se[1].vruntime = 100_000;
+        assert!(!s.is_protected(1));
+        // Alone with equal slices, up to the deadline.
+        let mut s = bare_with(1, "eevdf[kernel=6.18]");
+        put(&mut s, 1, 0, 1024, 700_000);
+        run(&mut s, 1, 0);
+        s.set_protect(0, 1);
+        assert_eq!(s.se[1].vprot, 700_000);
+        // Without RUN_TO_PARITY, the unscaled base slice (0.7 ms on 1 CPU:
+        // the same here) bounds a longer custom slice: 5 ms → 0.7 ms.
+        let mut s = bare_with(1, "eevdf[kernel=6.18,run_to_parity=false]");
+        put(&mut s, 1, 0, 1024, 5_000_000);
+        s.se[1].slice = 5_000_000;
+        run(&mut s, 1, 0);
+        s.set_protect(0, 1);
+        assert_eq!(s.se[1].vprot, 700_000);
+    }
+
+    #[test]
+    fn kernel_618_pick_can_ignore_the_protection() {
+        // Running 0 (v 0, d 1.4 ms, protected) and woken 1 (v 0, d 0.1 ms):
+        // the protected pick keeps 0; the pick without protection (a
+        // waking task with a shorter slice) takes 1.
+        let mut s = bare_with(1, "eevdf[kernel=6.18]");
+        put(&mut s, 0, 0, 1024, 1_400_000);
+        run(&mut s, 0, 0);
+        s.set_protect(0, 0);
+        put(&mut s, 1, 0, 1024, 100_000);
+        assert_eq!(s.pick_eevdf_p(0, Some(0), true), Some(0));
+        assert_eq!(s.pick_eevdf_p(0, Some(0), false), Some(1));
+    }
+
+    #[test]
+    fn continual_charging_renews_the_deadline_by_whole_slices() {
+        // Alone, slice 0.7 ms, deadline 0.7 ms, charged at 2.5 ms in one
+        // step: the deadline passed at 0.7, 1.4 and 2.1 ms and each time
+        // moved by a slice: 2.8 ms (tick-driven renewal would give v + slice
+        // at the tick that saw it).
+        let mut s = bare_with(1, "eevdf[kernel=6.18,charge=continual]");
+        put(&mut s, 0, 0, 1024, 700_000);
+        run(&mut s, 0, 0);
+        assert!(!s.update_curr(0, SimTime(2_500_000)));
+        assert_eq!(s.se[0].vruntime, 2_500_000);
+        assert_eq!(s.se[0].deadline, 2_800_000);
+    }
+
+    #[test]
+    fn continual_charging_preempts_the_moment_the_woken_one_is_owed_the_cpu() {
+        // The sleeper case: spinner 0 running at v = 10 ms with 0.5 ms of
+        // its slice left (d 10.5 ms), unprotected (its protection ended
+        // slices ago); sleeper 1 wakes with lag 0: v = V = 10 ms,
+        // d = 11.4 ms. Both eligible, 0's deadline earlier: the wake-up
+        // does not preempt, but 1 ns more makes 0 not eligible (V rises by
+        // half of what 0 gains): update_curr reschedules then, under both
+        // rules.
+        for spec in [
+            "eevdf[kernel=6.18,charge=continual]",
+            "eevdf[charge=continual]",
+        ] {
+            let mut s = bare_with(2, spec);
+            put(&mut s, 0, 10_000_000, 1024, 10_500_000);
+            run(&mut s, 0, 0);
+            s.se[0].vprot = 9_000_000;
+            s.se[0].protected = false;
+            put(&mut s, 1, 10_000_000, 1024, 11_400_000);
+            assert_eq!(s.pick_eevdf(0, Some(0)), Some(0), "{spec}");
+            assert_eq!(s.continual_dv(0, 0), 1, "{spec}");
+            // Protected (picked since), it would run to its deadline: 0.5 ms.
+            s.se[0].vprot = 10_500_000;
+            s.se[0].protected = true;
+            assert_eq!(s.continual_dv(0, 0), 500_000, "{spec}");
+        }
+    }
+
+    #[test]
+    fn continual_charging_under_618_also_waits_for_an_earlier_deadline_to_become_eligible() {
+        // Running 0 (v 0, d 2 ms, unprotected) and queued 1 (v 0.6 ms,
+        // d 1.5 ms), nice 0: V = 0.3 ms, 1 not eligible. After x more of
+        // 0: Σwv = 1024 (0.6 ms + x), Σw = 2048. 1 becomes eligible once
+        // 1024 (0.6 ms + x) ≥ 0.6 ms × 2048, x = 0.6 ms, and with the
+        // earlier deadline it is then the pick: 6.18 reschedules at
+        // 0.6 ms. 0 itself stops being eligible once x × 2048 >
+        // 1024 (0.6 ms + x), x = 0.6 ms + 1 ns: 6.12's PREEMPT_SHORT rule.
+        for (spec, want) in [
+            ("eevdf[kernel=6.18,charge=continual]", 600_000),
+            ("eevdf[charge=continual]", 600_001),
+        ] {
+            let mut s = bare_with(1, spec);
+            put(&mut s, 0, 0, 1024, 2_000_000);
+            run(&mut s, 0, 0);
+            s.se[0].vprot = i64::MIN;
+            s.se[0].protected = false;
+            put(&mut s, 1, 600_000, 1024, 1_500_000);
+            assert_eq!(s.continual_dv(0, 0), want, "{spec}");
+        }
     }
 
     #[test]
