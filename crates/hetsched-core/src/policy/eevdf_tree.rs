@@ -168,6 +168,32 @@ impl Flat {
     }
 }
 
+/// The position of the first entity whose vruntime passes `eligible`,
+/// eight at a time: the eight tests of a group are made without a branch
+/// and gathered into a mask, so that the only data-dependent branch is
+/// whether a group holds one (usually the first group does), not where the
+/// scan stops.
+#[inline]
+fn first_eligible_at(ents: &[Ent], eligible: &impl Fn(i64) -> bool) -> Option<usize> {
+    let mut groups = ents.chunks_exact(8);
+    let mut base = 0;
+    for g in &mut groups {
+        let mut m = 0u32;
+        for (i, e) in g.iter().enumerate() {
+            m |= (eligible(e.v) as u32) << i;
+        }
+        if m != 0 {
+            return Some(base + m.trailing_zeros() as usize);
+        }
+        base += 8;
+    }
+    let mut m = 0u32;
+    for (i, e) in groups.remainder().iter().enumerate() {
+        m |= (eligible(e.v) as u32) << i;
+    }
+    (m != 0).then(|| base + m.trailing_zeros() as usize)
+}
+
 /// Free room before a [`Flat`]'s entries that is kept even when it exceeds
 /// their number (closing it costs a move of them all).
 const SMALL_ROOM: usize = 16;
@@ -279,7 +305,7 @@ impl EligTree {
     pub fn first_eligible(&self, eligible: impl Fn(i64) -> bool) -> Option<Key> {
         match self {
             EligTree::Small(q) => {
-                let at = q.ents().iter().position(|e| eligible(e.v))?;
+                let at = first_eligible_at(q.ents(), &eligible)?;
                 q.hint.set(at);
                 Some(q.ents()[at].key())
             }
