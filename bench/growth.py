@@ -51,10 +51,12 @@ POLICIES = (
     "capacity-aware",
     "eas",
     "eevdf",
+    "linux",
     "xen-credit",
     "aash",
     "chameleon",
     "scx-simple",
+    "scx-central",
 )
 
 #: Policies that schedule virtual CPUs of virtual machines.

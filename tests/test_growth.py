@@ -123,3 +123,10 @@ def test_the_engine_loop_is_a_symbol_of_the_built_core():
     out = subprocess.run([nm, "-C", core.__file__], capture_output=True, text=True, check=True)
     names = {line.split(" ", 2)[-1] for line in out.stdout.splitlines()}
     assert growth.ENGINE_LOOP in names
+
+
+def test_every_built_in_scheduler_has_a_growth_point():
+    import hetsched._core as core
+
+    schedulers = {p["name"] for p in core.list_policies() if p["kind"] == "scheduler"}
+    assert schedulers == set(growth.POLICIES)
