@@ -66,8 +66,10 @@ pub struct ScxCentral {
     slice_ns: u64,
     /// `central_q`: runnable tasks waiting for the central CPU's decision.
     queue: VecDeque<TaskId>,
-    /// `cpu_gimme_task`: the CPU ran out of tasks and asked for one.
-    gimme: Vec<bool>,
+    /// `cpu_gimme_task`: the CPU ran out of tasks and asked for one (bit
+    /// `c % 64` of word `c / 64`), so that the central dispatch visits the
+    /// CPUs that asked, in CPU order, without testing every CPU's flag.
+    gimme: Vec<u64>,
     /// `cpu_started_at`: when the CPU's task began running (`None`: idle).
     started_at: Vec<Option<SimTime>>,
     /// `nr_timers`: timer expiries so far (rotates the first CPU checked).
@@ -102,7 +104,7 @@ impl ScxCentral {
             central,
             slice_ns: (slice_ms * 1e6).round() as u64,
             queue: VecDeque::new(),
-            gimme: vec![false; n],
+            gimme: vec![0; n.div_ceil(64)],
             started_at: vec![None; n],
             nr_timers: 0,
             slots: DISPATCH_SLOTS,
@@ -197,20 +199,24 @@ impl Scheduler for ScxCentral {
             if cx.dsq_move_to_local(FALLBACK_DSQ) {
                 return;
             }
-            self.gimme[cpu] = true;
+            self.gimme[cpu / 64] |= 1 << (cpu % 64);
             cx.kick_cpu(self.central, true);
             return;
         }
-        // Dispatch for every other CPU first.
-        for c in 0..cx.ncpus() {
-            if self.slots == 0 {
-                break;
-            }
-            if !self.gimme[c] {
-                continue;
-            }
-            if self.dispatch_to_cpu(cx, c) {
-                self.gimme[c] = false;
+        // Dispatch for every other CPU first, in CPU order: the CPUs that
+        // asked (the flags of the others would be skipped), until the slots
+        // run out. Only the CPU served changes its own flag.
+        'cpus: for w in 0..self.gimme.len() {
+            let mut bits = self.gimme[w];
+            while bits != 0 {
+                let c = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if self.slots == 0 {
+                    break 'cpus;
+                }
+                if self.dispatch_to_cpu(cx, c) {
+                    self.gimme[w] &= !(1 << (c % 64));
+                }
             }
         }
         if self.slots == 0 {
