@@ -167,10 +167,10 @@ pub struct CpuView {
 /// What a policy sees and acts through during one callback.
 ///
 /// The engine builds one for every callback, so it is kept cheap to build:
-/// the engine's arrays are lent as `&Vec` (one pointer each) rather than as
-/// slices (a pointer and a length each, the length loaded from the vector):
-/// on the engine's hot paths that halves the words written per context
-/// (see docs/performance.md).
+/// the CPUs' state is lent as one [`CpuView`], and the engine's other
+/// arrays as `&Vec` (one pointer each) rather than as slices (a pointer and
+/// a length each, the length loaded from the vector), 13 words in all (see
+/// docs/performance.md).
 pub struct Ctx<'a> {
     /// Current simulated time.
     pub now: SimTime,
@@ -188,8 +188,9 @@ pub struct Ctx<'a> {
     /// The util_est channel of the host's scheduler and governor (`None`
     /// for agents and guest schedulers: a VM's guest sees no host governor).
     pub(crate) util: Option<&'a mut UtilChannel>,
-    /// The host CPUs' tick wishes, lent to the host scheduler only (`None`
-    /// for every other context): see [`Ctx::want_tick`].
+    /// The host CPUs' tick wishes and reschedule flags, lent to the host
+    /// scheduler only (`None` for every other context): see
+    /// [`Ctx::want_tick`] and [`Ctx::resched`].
     pub(crate) flags: Option<&'a mut SchedFlags>,
 }
 

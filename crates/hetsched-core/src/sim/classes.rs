@@ -804,7 +804,7 @@ impl Engine {
 impl Engine {
     /// The error for a scheduler request about an rt or deadline task,
     /// which the fair scheduler does not schedule.
-    pub(super) fn class_refusal(&self, t: TaskId, what: &str) -> SimError {
+    pub(super) fn class_refusal(&self, t: TaskId, what: &str) -> Box<SimError> {
         self.policy_err(format!(
             "{what}: task {t} is SCHED_{}, which runs in a class above the fair scheduler; \
              the scheduler may act only on fair tasks",
@@ -818,15 +818,15 @@ impl Engine {
     pub(super) fn class_set_affinity(&mut self, t: TaskId, cpus: &[CpuId], what: &str) -> Res<()> {
         let n = self.m.ncpus();
         if self.tasks[t].sched.policy == SchedPolicy::Deadline {
-            return Err(Box::new(self.policy_err(format!(
+            return Err(self.policy_err(format!(
                 "{what}: task {t} is SCHED_DEADLINE, whose affinity cannot be restricted \
                  (Linux refuses it with EPERM)"
-            ))));
+            )));
         }
         if let Some(&c) = cpus.iter().find(|&&c| c >= n) {
-            return Err(Box::new(self.policy_err(format!(
+            return Err(self.policy_err(format!(
                 "{what}: cpu {c} does not exist (machine has {n} cpus)"
-            ))));
+            )));
         }
         self.iw_affinity(t, true);
         self.tasks[t].affinity = crate::os::CpuSet::from_cpus(cpus, n);

@@ -693,10 +693,10 @@ impl Engine {
                 Ok(Some(c)) => self.flag_resched(c),
                 Ok(None) => {}
                 Err(e) => {
-                    return Err(Box::new(self.policy_err(format!(
+                    return Err(self.policy_err(format!(
                         "dsq_insert(task {task}, {}) in select_cpu: {e}",
                         dsq_name(dsq)
-                    ))))
+                    )))
                 }
             }
         }
@@ -885,9 +885,9 @@ impl Engine {
                 }
             }
             Some(n) => {
-                return Err(Box::new(self.policy_err(format!(
+                return Err(self.policy_err(format!(
                     "cpu {cpu} became busy while task {n} was picked from its local DSQ"
-                ))))
+                )))
             }
             None => {}
         }

@@ -317,14 +317,14 @@ impl Engine {
         }
     }
 
-    fn dyn_err(&self, origin: &Origin, op: &ReconfigOp, msg: String) -> SimError {
+    fn dyn_err(&self, origin: &Origin, op: &ReconfigOp, msg: String) -> Box<SimError> {
         let what = format!("reconfigure({} {:?})", op.name(), op.cpus());
         match origin {
             Origin::Policy => self.policy_err(format!("{what}: {msg}")),
-            Origin::Script(i) => SimError::Scenario(format!(
+            Origin::Script(i) => Box::new(SimError::Scenario(format!(
                 "dynamic.events[{i}] at t={}: {what}: {msg}",
                 self.now
-            )),
+            ))),
         }
     }
 
@@ -336,35 +336,27 @@ impl Engine {
         origin: Origin,
     ) -> Res<()> {
         let Some(d) = self.dynm.as_ref() else {
-            return Err(Box::new(self.dyn_err(
+            return Err(self.dyn_err(
                 &origin,
                 &op,
                 "the scenario has no [dynamic] section, so its cpus cannot be reconfigured".into(),
-            )));
+            ));
         };
         let n = self.m.ncpus();
         let cpus = op.cpus();
         if cpus.is_empty() {
-            return Err(Box::new(self.dyn_err(
-                &origin,
-                &op,
-                "empty cpu list".into(),
-            )));
+            return Err(self.dyn_err(&origin, &op, "empty cpu list".into()));
         }
         for (i, &c) in cpus.iter().enumerate() {
             if c >= n {
-                return Err(Box::new(self.dyn_err(
+                return Err(self.dyn_err(
                     &origin,
                     &op,
                     format!("cpu {c} does not exist (machine has {n} cpus)"),
-                )));
+                ));
             }
             if cpus[..i].contains(&c) {
-                return Err(Box::new(self.dyn_err(
-                    &origin,
-                    &op,
-                    format!("cpu {c} is named twice"),
-                )));
+                return Err(self.dyn_err(&origin, &op, format!("cpu {c} is named twice")));
             }
         }
         let describe = |m: Mode| match m {
@@ -374,7 +366,7 @@ impl Engine {
             Mode::Proxied { by, .. } => format!("offline (proxied by cpu {by})"),
             Mode::Halted { .. } => "halted (mechanism halt)".to_string(),
         };
-        let err = |s: &Self, msg: String| Err(Box::new(s.dyn_err(&origin, &op, msg)));
+        let err = |s: &Self, msg: String| Err(s.dyn_err(&origin, &op, msg));
         // Decide the mechanism, targets and proxy; check the CPUs' states.
         let (dir, targets, proxy, mech) = match &op {
             ReconfigOp::Offline(c) => {

@@ -663,12 +663,12 @@ impl Engine {
         }
     }
 
-    fn policy_err(&self, what: String) -> SimError {
-        SimError::Policy {
+    fn policy_err(&self, what: String) -> Box<SimError> {
+        Box::new(SimError::Policy {
             policy: self.src_name(),
             time: self.now,
             message: what,
-        }
+        })
     }
 
     // ------------------------------------------------------ hardware state
@@ -977,21 +977,21 @@ impl Engine {
         self.apply()?;
         self.src = Src::Sched;
         if cpu >= self.m.ncpus() {
-            return Err(Box::new(self.policy_err(format!(
+            return Err(self.policy_err(format!(
                 "select_cpu returned cpu {cpu} for task {t}, which does not exist"
-            ))));
+            )));
         }
         // A CPU borrowed by a fused object still queues its own threads.
         if !self.hv.online[cpu] && !self.dyn_borrowed(cpu) {
-            return Err(Box::new(self.policy_err(format!(
+            return Err(self.policy_err(format!(
                 "select_cpu returned cpu {cpu} for task {t}, which is offline"
-            ))));
+            )));
         }
         if !self.tasks[t].affinity.contains(cpu) {
-            return Err(Box::new(self.policy_err(format!(
+            return Err(self.policy_err(format!(
                 "select_cpu returned cpu {cpu} for task {t}, outside its affinity {:?}",
                 self.tasks[t].affinity.to_vec(self.m.ncpus())
-            ))));
+            )));
         }
         if self.dsq.is_some() {
             self.dsq_after_select(t, cpu)?;
@@ -1030,11 +1030,11 @@ impl Engine {
             Src::Gov => matches!(r, Request::SetFrequency { .. } | Request::Fail(_)),
         };
         if !allowed {
-            return Err(Box::new(self.policy_err(format!(
+            return Err(self.policy_err(format!(
                 "{r:?} is not allowed: agents act only through set_affinity, set_nice and set_frequency, governors only through set_frequency"
-            ))));
+            )));
         }
-        let bad_cpu = |s: &Self, c: CpuId, what: &str| -> Option<SimError> {
+        let bad_cpu = |s: &Self, c: CpuId, what: &str| -> Option<Box<SimError>> {
             if c >= n {
                 Some(s.policy_err(format!(
                     "{what}: cpu {c} does not exist (machine has {n} cpus)"
@@ -1043,7 +1043,7 @@ impl Engine {
                 None
             }
         };
-        let bad_task = |s: &Self, t: TaskId, what: &str| -> Option<SimError> {
+        let bad_task = |s: &Self, t: TaskId, what: &str| -> Option<Box<SimError>> {
             if t >= s.tasks.len() {
                 Some(s.policy_err(format!(
                     "{what}: task {t} does not exist ({} tasks)",
@@ -1056,7 +1056,7 @@ impl Engine {
         match r {
             Request::Resched(cpu) => {
                 if let Some(e) = bad_cpu(self, cpu, "resched") {
-                    return Err(Box::new(e));
+                    return Err(e);
                 }
                 self.flag_resched(cpu);
             }
@@ -1066,28 +1066,24 @@ impl Engine {
                 if task >= self.tasks.len() || cpu >= n {
                     let w = what();
                     let e = bad_task(self, task, &w).or_else(|| bad_cpu(self, cpu, &w));
-                    return Err(Box::new(e.expect("an invalid task or cpu")));
+                    return Err(e.expect("an invalid task or cpu"));
                 }
                 if !self.hv.online[cpu] {
-                    return Err(Box::new(
-                        self.policy_err(format!("{}: cpu {cpu} is offline", what())),
-                    ));
+                    return Err(self.policy_err(format!("{}: cpu {cpu} is offline", what())));
                 }
                 if !self.tasks[task].affinity.contains(cpu) {
-                    return Err(Box::new(self.policy_err(format!(
+                    return Err(self.policy_err(format!(
                         "{}: cpu {cpu} is outside the task's affinity {:?}",
                         what(),
                         self.tasks[task].affinity.to_vec(n)
-                    ))));
+                    )));
                 }
                 if self.is_class_task(task) {
-                    return Err(Box::new(self.class_refusal(task, &what())));
+                    return Err(self.class_refusal(task, &what()));
                 }
                 match self.tasks[task].state {
                     TaskState::Exited => {
-                        return Err(Box::new(
-                            self.policy_err(format!("{}: the task has exited", what())),
-                        ));
+                        return Err(self.policy_err(format!("{}: the task has exited", what())));
                     }
                     TaskState::Running => {
                         let src = self.tasks[task].cpu;
@@ -1106,18 +1102,18 @@ impl Engine {
             Request::SetAffinity { task, cpus } => {
                 let what = format!("set_affinity(task {task}, {cpus:?})");
                 if let Some(e) = bad_task(self, task, &what) {
-                    return Err(Box::new(e));
+                    return Err(e);
                 }
                 if cpus.is_empty() {
-                    return Err(Box::new(self.policy_err(format!("{what}: empty cpu list"))));
+                    return Err(self.policy_err(format!("{what}: empty cpu list")));
                 }
                 if self.is_class_task(task) {
                     return self.class_set_affinity(task, &cpus, &what);
                 }
                 if let Some(&c) = cpus.iter().find(|&&c| c >= n) {
-                    return Err(Box::new(self.policy_err(format!(
+                    return Err(self.policy_err(format!(
                         "{what}: cpu {c} does not exist (machine has {n} cpus)"
-                    ))));
+                    )));
                 }
                 self.iw_affinity(task, true);
                 self.tasks[task].affinity = CpuSet::from_cpus(&cpus, n);
@@ -1142,12 +1138,10 @@ impl Engine {
             Request::SetNice { task, nice } => {
                 let what = format!("set_nice(task {task}, {nice})");
                 if let Some(e) = bad_task(self, task, &what) {
-                    return Err(Box::new(e));
+                    return Err(e);
                 }
                 if !(-20..=19).contains(&nice) {
-                    return Err(Box::new(
-                        self.policy_err(format!("{what}: nice must be within -20..19")),
-                    ));
+                    return Err(self.policy_err(format!("{what}: nice must be within -20..19")));
                 }
                 let old = self.tasks[task].weight;
                 self.tasks[task].nice = nice;
@@ -1162,16 +1156,16 @@ impl Engine {
             }
             Request::WantTick { cpu, on } => {
                 if let Some(e) = bad_cpu(self, cpu, "want_tick") {
-                    return Err(Box::new(e));
+                    return Err(e);
                 }
                 self.want_tick(cpu, on);
             }
             Request::ArmTimer { at, token } => {
                 if at < self.now {
-                    return Err(Box::new(self.policy_err(format!(
+                    return Err(self.policy_err(format!(
                         "arm_timer(token {token}): time {at} is in the past (now {})",
                         self.now
-                    ))));
+                    )));
                 }
                 self.timer_gen = self.timer_gen.wrapping_add(1);
                 self.timers.insert(token, self.timer_gen);
@@ -1190,19 +1184,19 @@ impl Engine {
             Request::SetFrequency { domain, mhz } => {
                 let what = format!("set_frequency(domain {domain}, {mhz} MHz)");
                 if domain >= self.m.domains.len() {
-                    return Err(Box::new(self.policy_err(format!(
+                    return Err(self.policy_err(format!(
                         "{what}: domain {domain} does not exist ({} domains)",
                         self.m.domains.len()
-                    ))));
+                    )));
                 }
                 let ty = &self.m.types[self.m.domains[domain].ty];
                 if ty.pstate_index(mhz).is_none() {
                     let avail: Vec<String> = ty.pstates.iter().map(|p| p.mhz.to_string()).collect();
-                    return Err(Box::new(self.policy_err(format!(
+                    return Err(self.policy_err(format!(
                         "{what}: not a P-state of cpu type \"{}\"; available: {}",
                         ty.name,
                         avail.join(", ")
-                    ))));
+                    )));
                 }
                 self.dom_gen[domain] = self.dom_gen[domain].wrapping_add(1);
                 let gen = self.dom_gen[domain];
@@ -1228,7 +1222,7 @@ impl Engine {
                     self.warnings.push(msg);
                 }
             }
-            Request::Fail(msg) => return Err(Box::new(self.policy_err(msg))),
+            Request::Fail(msg) => return Err(self.policy_err(msg)),
         }
         Ok(())
     }
@@ -1265,16 +1259,16 @@ impl Engine {
     /// Put task `t` on idle CPU `cpu`.
     fn start_running(&mut self, cpu: CpuId, t: TaskId) -> Res<()> {
         if self.tasks[t].state != TaskState::Runnable {
-            return Err(Box::new(self.policy_err(format!(
+            return Err(self.policy_err(format!(
                 "pick_next on cpu {cpu} returned task {t}, which is {} (not runnable)",
                 self.tasks[t].state.name()
-            ))));
+            )));
         }
         if !self.tasks[t].affinity.contains(cpu) {
-            return Err(Box::new(self.policy_err(format!(
+            return Err(self.policy_err(format!(
                 "pick_next on cpu {cpu} returned task {t}, whose affinity {:?} excludes it",
                 self.tasks[t].affinity.to_vec(self.m.ncpus())
-            ))));
+            )));
         }
         self.sync(cpu);
         self.set_state(t, TaskState::Running);
@@ -1371,9 +1365,9 @@ impl Engine {
         });
         if handled {
             if self.tasks[t].affinity.contains(cpu) {
-                return Err(Box::new(self.policy_err(format!(
+                return Err(self.policy_err(format!(
                     "on_fault handled task {t}'s fault on cpu {cpu} but left cpu {cpu} in its affinity"
-                ))));
+                )));
             }
             // The affinity change flagged a resched; the task is moved then.
             self.refresh(cpu);
@@ -1481,14 +1475,14 @@ impl Engine {
         self.picking = None;
         if let Some(n) = next? {
             if n >= self.tasks.len() {
-                return Err(Box::new(self.policy_err(format!(
+                return Err(self.policy_err(format!(
                     "pick_next on cpu {cpu} returned task {n}, which does not exist"
-                ))));
+                )));
             }
             if self.hv.current[cpu].is_some() {
-                return Err(Box::new(self.policy_err(format!(
+                return Err(self.policy_err(format!(
                     "pick_next on cpu {cpu} returned task {n} but the cpu became busy during the callback"
-                ))));
+                )));
             }
             if let Some(p) = prev {
                 if p != n && self.tasks[p].state == TaskState::Runnable {
@@ -2126,7 +2120,7 @@ impl Engine {
             if time == stall_at {
                 stalled += 1;
                 if stalled >= stall_limit {
-                    return Err(Box::new(self.stall_error(&ev, stalled)));
+                    return Err(self.stall_error(&ev, stalled));
                 }
             } else {
                 stall_at = time;
@@ -2293,7 +2287,7 @@ impl Engine {
 
     /// The error for a run whose simulated time stopped advancing: it names
     /// the programs whose events were being handled and those running.
-    fn stall_error(&self, ev: &Ev, events: u64) -> SimError {
+    fn stall_error(&self, ev: &Ev, events: u64) -> Box<SimError> {
         let mut progs = self.ev_programs(ev);
         progs.extend(
             self.hv
@@ -2313,7 +2307,7 @@ impl Engine {
         } else {
             format!("program(s) {}", names.join(", "))
         };
-        SimError::Invariant {
+        Box::new(SimError::Invariant {
             time: self.now,
             message: format!(
                 "simulated time stopped advancing: {events} events at {:.9} s without time \
@@ -2321,7 +2315,7 @@ impl Engine {
                  sleep) repeats forever at one instant",
                 self.now.as_secs_f64()
             ),
-        }
+        })
     }
 
     /// A warning naming the tasks that never ran although they existed for

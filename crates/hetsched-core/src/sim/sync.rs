@@ -266,10 +266,10 @@ impl Engine {
                         self.sync.mutexes[m].owner = Some(t);
                         Ok(false)
                     }
-                    Some(o) if o == t => Err(Box::new(self.sync_misuse(
+                    Some(o) if o == t => Err(self.sync_misuse(
                         t,
                         format!("locks mutex \"{mutex}\", which it already holds (mutexes are not recursive)"),
-                    ))),
+                    )),
                     Some(_) => {
                         self.sync.mutexes[m].waiters.push_back(t);
                         self.sync_block(t, Wait::Mutex(m), "lock")
@@ -402,29 +402,28 @@ impl Engine {
         Ok(())
     }
 
-    fn sync_misuse(&self, t: TaskId, what: String) -> SimError {
-        at(
+    fn sync_misuse(&self, t: TaskId, what: String) -> Box<SimError> {
+        Box::new(at(
             "workload",
             format!(
                 "at {:.9} s thread {} {what}",
                 self.now.as_secs_f64(),
                 self.sync_who(t)
             ),
-        )
+        ))
     }
 
     fn check_holds(&self, t: TaskId, m: usize, verb: &str) -> Res<()> {
         let name = &self.sync.mutex_n.names[m];
         match self.sync.mutexes[m].owner {
             Some(o) if o == t => Ok(()),
-            Some(o) => Err(Box::new(self.sync_misuse(
+            Some(o) => Err(self.sync_misuse(
                 t,
                 format!("{verb} mutex \"{name}\", which {} holds", self.sync_who(o)),
-            ))),
-            None => Err(Box::new(self.sync_misuse(
-                t,
-                format!("{verb} mutex \"{name}\", which nobody holds"),
-            ))),
+            )),
+            None => {
+                Err(self.sync_misuse(t, format!("{verb} mutex \"{name}\", which nobody holds")))
+            }
         }
     }
 

@@ -294,8 +294,8 @@ impl Engine {
         }
     }
 
-    fn guest_err(&self, k: usize, what: String) -> SimError {
-        SimError::Policy {
+    fn guest_err(&self, k: usize, what: String) -> Box<SimError> {
+        Box::new(SimError::Policy {
             policy: format!(
                 "guest scheduler \"{}\" of VM \"{}\"",
                 self.vm.vms[k].sched.name(),
@@ -303,7 +303,7 @@ impl Engine {
             ),
             time: self.now,
             message: what,
-        }
+        })
     }
 
     fn g_flag(&mut self, k: usize, v: usize) {
@@ -327,20 +327,17 @@ impl Engine {
             for r in batch {
                 let bad_v = |s: &Self, v: CpuId, what: &str| -> Res<()> {
                     if v >= nv {
-                        Err(Box::new(s.guest_err(
+                        Err(s.guest_err(
                             k,
                             format!("{what}: vCPU {v} does not exist (the VM has {nv} vCPUs)"),
-                        )))
+                        ))
                     } else {
                         Ok(())
                     }
                 };
                 let bad_t = |s: &Self, t: TaskId, what: &str| -> Res<()> {
                     if t >= s.tasks.len() || s.level_of(t) != (Level::Guest { vm: k as u32 }) {
-                        Err(Box::new(s.guest_err(
-                            k,
-                            format!("{what}: task {t} is not a task of this VM"),
-                        )))
+                        Err(s.guest_err(k, format!("{what}: task {t} is not a task of this VM")))
                     } else {
                         Ok(())
                     }
@@ -355,16 +352,16 @@ impl Engine {
                         bad_t(self, task, &what)?;
                         bad_v(self, v, &what)?;
                         if !self.tasks[task].affinity.contains(v) {
-                            return Err(Box::new(self.guest_err(
+                            return Err(self.guest_err(
                                 k,
                                 format!("{what}: vCPU {v} is outside the task's affinity"),
-                            )));
+                            ));
                         }
                         match self.tasks[task].state {
                             TaskState::Exited => {
-                                return Err(Box::new(
-                                    self.guest_err(k, format!("{what}: the task has exited")),
-                                ))
+                                return Err(
+                                    self.guest_err(k, format!("{what}: the task has exited"))
+                                )
                             }
                             TaskState::Running => {
                                 let src = self.tasks[task].cpu;
@@ -396,9 +393,9 @@ impl Engine {
                         let what = format!("set_nice(task {task}, {nice})");
                         bad_t(self, task, &what)?;
                         if !(-20..=19).contains(&nice) {
-                            return Err(Box::new(
-                                self.guest_err(k, format!("{what}: nice must be within -20..19")),
-                            ));
+                            return Err(
+                                self.guest_err(k, format!("{what}: nice must be within -20..19"))
+                            );
                         }
                         let old = self.tasks[task].weight;
                         self.tasks[task].nice = nice;
@@ -411,9 +408,7 @@ impl Engine {
                         let what = format!("set_affinity(task {task}, {cpus:?})");
                         bad_t(self, task, &what)?;
                         if cpus.is_empty() {
-                            return Err(Box::new(
-                                self.guest_err(k, format!("{what}: empty vCPU list")),
-                            ));
+                            return Err(self.guest_err(k, format!("{what}: empty vCPU list")));
                         }
                         for &v in &cpus {
                             bad_v(self, v, &what)?;
@@ -434,12 +429,12 @@ impl Engine {
                             }
                         }
                     }
-                    Request::Fail(msg) => return Err(Box::new(self.guest_err(k, msg))),
+                    Request::Fail(msg) => return Err(self.guest_err(k, msg)),
                     other => {
-                        return Err(Box::new(self.guest_err(
+                        return Err(self.guest_err(
                             k,
                             format!("{other:?} is not available to a guest scheduler"),
-                        )))
+                        ))
                     }
                 }
             }
@@ -458,16 +453,16 @@ impl Engine {
         self.g_apply(k)?;
         let nv = self.vm.vms[k].v.current.len();
         if v >= nv {
-            return Err(Box::new(self.guest_err(
+            return Err(self.guest_err(
                 k,
                 format!("select_cpu returned vCPU {v} for task {t}; the VM has {nv} vCPUs"),
-            )));
+            ));
         }
         if !self.tasks[t].affinity.contains(v) {
-            return Err(Box::new(self.guest_err(
+            return Err(self.guest_err(
                 k,
                 format!("select_cpu returned vCPU {v} for task {t}, outside its affinity"),
-            )));
+            ));
         }
         Ok(v)
     }
@@ -647,27 +642,27 @@ impl Engine {
         match next? {
             Some(n) => {
                 if n >= self.tasks.len() || self.level_of(n) != (Level::Guest { vm: k as u32 }) {
-                    return Err(Box::new(self.guest_err(
+                    return Err(self.guest_err(
                         k,
                         format!("pick_next on vCPU {v} returned task {n}, which is not a task of this VM"),
-                    )));
+                    ));
                 }
                 if self.tasks[n].state != TaskState::Runnable {
-                    return Err(Box::new(self.guest_err(
+                    return Err(self.guest_err(
                         k,
                         format!(
                             "pick_next on vCPU {v} returned task {n}, which is {} (not runnable)",
                             self.tasks[n].state.name()
                         ),
-                    )));
+                    ));
                 }
                 if !self.tasks[n].affinity.contains(v) {
-                    return Err(Box::new(self.guest_err(
+                    return Err(self.guest_err(
                         k,
                         format!(
                             "pick_next on vCPU {v} returned task {n}, whose affinity excludes it"
                         ),
-                    )));
+                    ));
                 }
                 if let Some(p) = prev {
                     if p != n && self.tasks[p].state == TaskState::Runnable {
