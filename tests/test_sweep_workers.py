@@ -86,6 +86,21 @@ def test_light_modules_do_not_import_pandas(module: str) -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_the_command_line_starts_without_tables() -> None:
+    """Every ``hetsched`` command builds the whole parser first (the ``trace``
+    commands included): that must not import pandas or numpy, or each
+    command, a sweep's among them, pays for them before it starts."""
+    env = child_env()
+    code = (
+        "import sys; from hetsched import cli; cli._parser(); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'numpy'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
 def test_folders_written_by_workers_match_those_written_by_the_sweep(tmp_path: Path) -> None:
     grid = {"seed": [1, 2, 3, 4]}
     hetsched.sweep(BASE, grid, backend="serial", out=tmp_path / "serial")

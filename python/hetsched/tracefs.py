@@ -52,10 +52,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 __all__ = [
     "EVENTS",
@@ -621,6 +622,7 @@ def run_intervals(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     ``dur_ms`` and ``end`` (``preempt``, ``block``, ``exit`` or ``trace_end``).
     Intervals of one task that touch on one CPU are merged first (the simulator
     splits a run where, for example, the clock changes)."""
+    import pandas as pd
     runs = sorted(
         (
             (int(e["task"]), int(e["cpu"]), int(e["t_ns"]), int(e["end_ns"]))
@@ -656,6 +658,8 @@ def wakeups(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     simulated run, each task's first wake-up is its ``new`` one. Where that
     start is not in the trace but inferred (:func:`convert`), the latency is
     not known: NaN."""
+    import numpy as np
+    import pandas as pd
     starts: dict[int, list[int]] = {}
     inferred: set[tuple[int, int]] = set()
     for e in events:
@@ -688,6 +692,7 @@ def slices(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 def migrations(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per migration: ``t_ns``, ``task``, ``from``, ``to``."""
+    import pandas as pd
     rows = [
         (int(e["t_ns"]), int(e["task"]), int(e["from"]), int(e["to"]))
         for e in events
@@ -698,6 +703,7 @@ def migrations(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 
 def _pct(values: np.ndarray, q: float) -> float:
+    import numpy as np
     return float(np.percentile(values, q)) if len(values) else float("nan")
 
 
@@ -713,6 +719,7 @@ def task_summary(
     left out). ``window`` = ``(start_ns, end_ns)`` clips run intervals
     and keeps wake-ups, migrations and slices that begin inside it; ``tasks``
     limits the rows (default: every task that appears)."""
+    import pandas as pd
     runs = run_intervals(events)
     wk = wakeups(events)
     mig = migrations(events)
@@ -776,6 +783,8 @@ def import_trace(path: str | Path, out: str | Path) -> KernelTraceData:
     with pid and comm), ``runs.csv``, ``wakeups.csv``, ``slices.csv``,
     ``migrations.csv``, ``kernel_migrations.csv`` and ``summary.json`` (so
     :meth:`hetsched.Results.load` reads the folder)."""
+    import pandas as pd
+
     from . import _core
 
     data = load(path)
