@@ -841,3 +841,34 @@ fn a_large_program_start_can_be_interrupted_between_chunks() {
         "{started} threads started"
     );
 }
+
+#[test]
+fn run_time_by_type_covers_machines_of_more_types_than_kept_in_place() {
+    // Five CPU types, one CPU each, and five spinners pinned one per CPU:
+    // each task's run time is all on its CPU's type, the fourth and fifth
+    // types (kept outside the task's record) included.
+    let mut text = String::from("duration_s = 0.5\nstop_when_done = false\nscheduler = \"cfs\"\n");
+    for k in 0..5 {
+        text += &format!("[machine.types.t{k}]\ncapacity = {}\n", 1024 - 100 * k);
+    }
+    for k in 0..5 {
+        text += &format!("[[machine.clusters]]\ntype = \"t{k}\"\n");
+    }
+    for k in 0..5 {
+        text += &format!(
+            "[[workload.programs]]\nname = \"p{k}\"\nkind = \"sequential\"\nwork_ms = 1e6\naffinity = [{k}]\n"
+        );
+    }
+    let r = go(&text);
+    assert_eq!(r.tasks.len(), 5);
+    for (k, t) in r.tasks.iter().enumerate() {
+        let want = format!("t{k}");
+        assert_eq!(t.run_s_by_type.len(), 1, "task {k}: {:?}", t.run_s_by_type);
+        let on = t.run_s_by_type.get(&want).copied().unwrap_or(0.0);
+        assert!(
+            (on - t.run_s).abs() < 1e-9 && on > 0.45,
+            "task {k}: {on} of {}",
+            t.run_s
+        );
+    }
+}

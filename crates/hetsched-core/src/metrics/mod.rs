@@ -350,8 +350,10 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 .types
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| t.c.run_ns_by_type.get(*i).copied().unwrap_or(0) > 0)
-                .map(|(i, ty)| (ty.name.clone(), t.c.run_ns_by_type[i] as f64 * 1e-9))
+                .filter_map(|(i, ty)| match t.c.run_ns_by_type.get(i) {
+                    Some(ns) if ns > 0 => Some((ty.name.clone(), ns as f64 * 1e-9)),
+                    _ => None,
+                })
                 .collect();
             TaskRow {
                 task: t.id,

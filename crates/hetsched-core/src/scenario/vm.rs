@@ -260,7 +260,7 @@ pub fn build_vms(
                 stall_until: SimTime::ZERO,
                 pending_stall: 0,
                 c: Counters {
-                    run_ns_by_type: vec![0; host.types.len()],
+                    run_ns_by_type: crate::os::TypeTimes::new(host.types.len()),
                     ..Default::default()
                 },
             });

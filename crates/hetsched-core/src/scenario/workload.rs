@@ -446,7 +446,7 @@ pub(crate) fn build_workload(
                 stall_until: SimTime::ZERO,
                 pending_stall: 0,
                 c: Counters {
-                    run_ns_by_type: vec![0; m.types.len()],
+                    run_ns_by_type: crate::os::TypeTimes::new(m.types.len()),
                     ..Default::default()
                 },
             });

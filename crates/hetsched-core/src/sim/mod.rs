@@ -708,7 +708,7 @@ impl Engine {
             task.c.cache_refs += instr * p.refs_per_instr;
             task.c.cache_misses += instr * p.refs_per_instr * p.miss_ratio;
             task.c.run_ns += dt;
-            task.c.run_ns_by_type[hw.ty] += dt;
+            task.c.run_ns_by_type.add(hw.ty, dt);
             task.c.scaled_run_ns += dt as f64 * self.hv.ratings[cpu];
         }
     }

@@ -222,7 +222,7 @@ impl Engine {
             let ty = self.m.cpus[cpu].ty;
             let task = &mut self.tasks[t];
             task.c.run_ns += dt;
-            task.c.run_ns_by_type[ty] += dt;
+            task.c.run_ns_by_type.add(ty, dt);
             task.c.scaled_run_ns += dt as f64 * self.hv.ratings[cpu];
             return self.vm.vms[vm as usize].v.current[v as usize];
         }
@@ -787,7 +787,7 @@ impl Engine {
                 let fast: u64 = match fast_ty {
                     Some(ty) => vts
                         .iter()
-                        .map(|&t| self.tasks[t].c.run_ns_by_type[ty])
+                        .map(|&t| self.tasks[t].c.run_ns_by_type.get(ty).unwrap_or(0))
                         .sum(),
                     None => 0,
                 };
