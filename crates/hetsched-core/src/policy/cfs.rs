@@ -450,7 +450,10 @@ impl Scheduler for Cfs {
             }
             first
         };
-        self.cap.first_seen(t, now);
+        if self.cap.track {
+            // Untracked, the load record is never read: not touched either.
+            self.cap.first_seen(t, now);
+        }
         self.renormalise(t, cpu);
         if self.cap.track && !first {
             self.cap.update(cx, t, None);
