@@ -187,6 +187,17 @@ def test_reproductions_run_at_quick_scale(rid: str) -> None:
             "mcf",
             "sjeng",
         }
+    if rid == "patel-metrics":
+        # Tables 19 and 23 reprint Table 14's Task 4 control: one row each,
+        # not three; their test rows are their own.
+        dyn4 = [r for r in rows if "dynamic priorities" in r.claim and "Task 4," in r.claim]
+        control4 = [r for r in dyn4 if "Task 4, control" in r.claim]
+        assert len(control4) == 3, [r.claim for r in control4]
+        assert all("(reprinted in Tables 19 and 23)" in r.claim for r in control4)
+        test4 = [r for r in dyn4 if "Task 4, test" in r.claim]
+        tables = sorted({r.claim.split(",")[0] for r in test4})
+        assert tables == ["Table 14", "Table 19", "Table 23"]
+        assert len(test4) == 9
     if rid == "patel-order":
         # Control rows are consistency checks exactly where nice has no effect.
         for r in rows:

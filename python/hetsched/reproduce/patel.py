@@ -1104,6 +1104,23 @@ def patel_ips(scale: str) -> list[Row]:
     return rows
 
 
+def control_reprints() -> dict[tuple[str | None, int, str], list[str]]:
+    """Per (priorities, task, metric) of a control group, the tables that
+    print its value, where more than one prints the same value: Tables 19
+    and 23 reprint Table 14's Task 4 control (the same control runs, under
+    the same dynamic priorities), so each is one published result, not
+    three. A value that differed between tables would be separate results."""
+    printed: dict[tuple[str | None, int, str], dict[float, list[str]]] = {}
+    for (_algo, prio), (tab, tasks) in METRIC_TABLES.items():
+        for n, metrics in tasks.items():
+            for key, (_test, control) in metrics.items():
+                printed.setdefault((prio, n, key), {}).setdefault(control, []).append(tab)
+    return {
+        k: tabs for k, by_value in printed.items() if len(by_value) == 1
+        for tabs in by_value.values() if len(tabs) > 1
+    }  # fmt: skip
+
+
 @reproduction(
     "patel-metrics",
     paper=PAPER,
@@ -1112,6 +1129,7 @@ def patel_ips(scale: str) -> list[Row]:
 )
 def patel_metrics(scale: str) -> list[Row]:
     rows = []
+    reprints = control_reprints()
     for (algo, prio), (tab, tasks) in METRIC_TABLES.items():
         label = f"Algorithm {algo}" + (f", {PRIORITY_LABEL[prio]}" if prio else "")
         for n, metrics in tasks.items():
@@ -1122,11 +1140,18 @@ def patel_metrics(scale: str) -> list[Row]:
             for key, pubs in metrics.items():
                 unit, unit_text = METRIC_UNITS[key]
                 for (group, m), pub in zip(groups.items(), pubs, strict=True):
+                    where = tab
+                    tabs = reprints.get((prio, n, key)) if group == "control" else None
+                    if tabs:
+                        if tab != tabs[0]:
+                            continue  # counted once, with the first table that prints it
+                        also = [t.removeprefix("Table ") for t in tabs[1:]]
+                        where = f"{tab} (reprinted in Tables {' and '.join(also)})"
                     sim = getattr(m, key) / unit
                     rows.append(
                         within_row(
                             "patel-metrics",
-                            f"{tab}, {label}, Task {n}, {group}: "
+                            f"{where}, {label}, Task {n}, {group}: "
                             f"{key.replace('_', ' ')} ({unit_text})",
                             pub,
                             sim,
