@@ -37,10 +37,11 @@ struct Node {
     r: u32,
 }
 
-/// Longest sorted vector; one more entity turns it into a treap.
-pub const SMALL_MAX: usize = 64;
+/// Longest sorted vector; one more entity turns it into a treap. Vectors
+/// were measured cheaper than the treap up to 800 entities (docs/eevdf.md).
+pub const SMALL_MAX: usize = 1024;
 /// A treap smaller than this turns back into a vector.
-pub const SMALL_BACK: usize = 24;
+pub const SMALL_BACK: usize = 512;
 
 /// One entity of the short form: its key, packed, and its vruntime.
 #[derive(Clone, Copy, Debug)]
@@ -623,16 +624,19 @@ mod tests {
         let mut s = 12345u64;
         let mut t = EligTree::default();
         let mut list: Vec<(Key, i64)> = Vec::new();
-        for seq in 0..4000u64 {
-            // Growing and shrinking phases of 400 operations: the length
-            // swings between 0 and about 130, through the vector/treap turns.
-            let grow = (seq / 400) % 2 == 0;
+        // Growing and shrinking phases of 4 × SMALL_MAX operations: the
+        // length swings between 0 and about 1.3 × SMALL_MAX, through the
+        // vector/treap turns both ways.
+        let phase = 4 * SMALL_MAX as u64;
+        let mut big = false;
+        for seq in 0..10 * phase {
+            let grow = (seq / phase).is_multiple_of(2);
             if list.is_empty() || lcg(&mut s).is_multiple_of(3) != grow {
                 let key = ((lcg(&mut s) % 500) as i64, seq, (seq % 97) as usize);
                 let v = (lcg(&mut s) % 1000) as i64 - 500;
                 t.insert(key, v);
-                list.push((key, v));
-                list.sort();
+                let at = list.partition_point(|(k, _)| *k < key);
+                list.insert(at, (key, v));
             } else {
                 let i = (lcg(&mut s) as usize) % list.len();
                 let (key, _) = list.remove(i);
@@ -643,6 +647,7 @@ mod tests {
             assert_eq!(t.first_eligible(|v| v <= th), scan);
             assert_eq!(t.first(), list.first().map(|(k, _)| *k));
             assert_eq!(t.len(), list.len());
+            big |= matches!(t, EligTree::Big(_));
             if seq % 50 == 0 {
                 let keys: Vec<Key> = list.iter().map(|(k, _)| *k).collect();
                 assert_eq!(t.iter().collect::<Vec<_>>(), keys);
@@ -650,5 +655,6 @@ mod tests {
         }
         let keys: Vec<Key> = list.iter().map(|(k, _)| *k).collect();
         assert_eq!(t.iter().collect::<Vec<_>>(), keys);
+        assert!(big, "the queue never grew into a treap");
     }
 }
