@@ -28,6 +28,7 @@ pub mod hw;
 pub mod metrics;
 pub mod os;
 pub mod policy;
+mod prefetch;
 pub mod scenario;
 pub mod sim;
 pub mod time;

@@ -526,6 +526,22 @@ impl Scheduler for Cfs {
         fair::newidle_balance(self, cx, cpu);
     }
 
+    fn read_ahead(&self, t: Option<TaskId>, cpu: Option<CpuId>) -> Option<TaskId> {
+        // The event's task, and the queue's leftmost: the likely next pick.
+        let next = cpu.and_then(|c| {
+            self.rqs
+                .get(c)
+                .and_then(|rq| rq.timeline.first())
+                .map(|(_, t)| t)
+        });
+        for t in [t, next].into_iter().flatten() {
+            if let Some(se) = self.se.get(t) {
+                crate::prefetch::lines(se, 0, std::mem::size_of::<Se>());
+            }
+        }
+        next
+    }
+
     fn running(&mut self, _cx: &mut Ctx, _t: TaskId, cpu: CpuId) {
         self.bal.touch(cpu); // busy now: `idlest` re-keys it
     }

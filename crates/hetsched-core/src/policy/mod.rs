@@ -85,6 +85,16 @@ pub trait Scheduler {
     fn pick_again_after_balance(&self) -> bool {
         true
     }
+    /// A hint, before the engine handles an event: the next event will
+    /// likely touch `task` (woken, or running on `cpu`) and, for an event on
+    /// a CPU, what that CPU picks next. A policy may ask the processor to
+    /// bring its own records of them into the caches (`crate::prefetch`),
+    /// and may return the task `cpu` would pick next if it knows it cheaply,
+    /// for the engine to read ahead too. It changes nothing; the default
+    /// does nothing and returns `None`.
+    fn read_ahead(&self, _task: Option<TaskId>, _cpu: Option<CpuId>) -> Option<TaskId> {
+        None
+    }
     /// `task` starts running on `cpu`.
     fn running(&mut self, _cx: &mut Ctx, _task: TaskId, _cpu: CpuId) {}
     /// `task` stops running on `cpu`; `runnable` if it was preempted.

@@ -171,6 +171,9 @@ const CLOCK_EVENTS: u64 = 1 << 8;
 const CHECK_WALL: std::time::Duration = std::time::Duration::from_millis(50);
 /// Events at one simulated instant after which a run is declared stuck.
 const STALL_EVENTS: u64 = 1_000_000;
+/// The bytes of a task's record an event reads or writes: those before its
+/// first cold field (see [`Task`]'s layout).
+const HOT_TASK_BYTES: usize = std::mem::offset_of!(Task, id);
 
 /// Progress callback: `(sim_now_s, sim_end_s)`; an `Err` stops the run at
 /// that instant, which then ends normally with partial results
@@ -2021,6 +2024,32 @@ impl Engine {
         self.run_events(progress).map_err(|e| *e)
     }
 
+    /// Prefetch the record of the task the next event will touch (the
+    /// woken task, or the CPU's running one), so that its cache misses
+    /// overlap this event's work (`crate::prefetch`); the scheduler may read
+    /// ahead its own records ([`Scheduler::read_ahead`]).
+    #[inline]
+    fn read_ahead(&self) {
+        let (t, cpu) = match self.q.next_in_bucket() {
+            Some(Ev::Wake { task, .. }) => (Some(*task as usize), None),
+            Some(Ev::Complete { cpu, .. } | Ev::Slice { cpu, .. } | Ev::Tick { cpu, .. }) => {
+                let cpu = *cpu as usize;
+                (self.hv.current.get(cpu).copied().flatten(), Some(cpu))
+            }
+            _ => return,
+        };
+        if let Some(task) = t.and_then(|t| self.tasks.get(t)) {
+            crate::prefetch::lines(task, 0, HOT_TASK_BYTES);
+        }
+        if let Some(t) = t {
+            self.wake_lat.read_ahead(t);
+        }
+        let next = self.sched.read_ahead(t, cpu);
+        if let Some(task) = next.and_then(|n| self.tasks.get(n)) {
+            crate::prefetch::lines(task, 0, HOT_TASK_BYTES);
+        }
+    }
+
     /// The event loop of [`Engine::run`], never inlined: `bench/growth.py
     /// --engine-only` counts instructions inside it by its symbol.
     #[inline(never)]
@@ -2138,6 +2167,7 @@ impl Engine {
                 self.end = time;
                 break;
             }
+            self.read_ahead();
             if !self.handle(ev)? {
                 continue;
             }

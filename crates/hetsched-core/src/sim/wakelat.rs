@@ -61,6 +61,14 @@ impl WakeLat {
         self.slots.resize_with(t + 1, Slot::default);
     }
 
+    /// Prefetch `t`'s slot (see `crate::prefetch`).
+    #[inline]
+    pub fn read_ahead(&self, t: TaskId) {
+        if let Some(slot) = self.slots.get(t) {
+            crate::prefetch::lines(slot, 0, 1);
+        }
+    }
+
     /// `t` started running at `now`: closes its pending wake-up, if any.
     #[inline]
     pub fn ran(&mut self, t: TaskId, now: SimTime) {
