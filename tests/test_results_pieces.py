@@ -1,6 +1,7 @@
 """Long result tables cross from the core in pieces, converted one by one so
 that Ctrl-C is answered between them; the result is the same as converting
-the whole document at once."""
+the whole document at once. The tasks and programs tables stay text until
+they are first read."""
 
 from __future__ import annotations
 
@@ -39,9 +40,15 @@ def test_long_tables_come_in_pieces_that_read_as_one_document(raw: str) -> None:
     assert raw.count("\n") == 4
     whole = json.loads(raw)  # still one valid JSON document
     assert len(whole["tasks"]) == 9003
-    assert R._parse_results(raw) == whole
+    doc = R._parse_results(raw)
+    # The long tasks table is located, not parsed, until it is read.
+    assert isinstance(doc["tasks"], R._Pieces) and len(doc["tasks"].spans) == 3
+    doc["tasks"] = doc["tasks"].rows()
+    assert doc == whole
     res = hetsched.Results(raw)
+    assert isinstance(res._records["tasks"], R._Pieces)
     assert len(res.tasks) == 9003 and res.summary == whole["summary"]
+    assert res._records["tasks"] == whole["tasks"]
 
 
 def test_frames_built_in_pieces_equal_one_conversion(
@@ -55,26 +62,49 @@ def test_frames_built_in_pieces_equal_one_conversion(
     pd.testing.assert_frame_equal(R._frame(mixed), once)
 
 
-def test_ctrl_c_between_pieces_keeps_the_small_part_marked_partial(
-    raw: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _interrupt_at(monkeypatch: pytest.MonkeyPatch, call: int) -> None:
+    """Ctrl-C at the ``call``-th ``json.loads`` of the results module."""
     calls = []
     real = json.loads
 
-    def interrupted_on_the_second_piece(text: str, *a: object, **k: object) -> object:
+    def interrupted(text: str, *a: object, **k: object) -> object:
         calls.append(len(text))
-        if len(calls) == 3:  # the skeleton, the first piece, then Ctrl-C
+        if len(calls) == call:
             raise KeyboardInterrupt
         return real(text, *a, **k)
 
-    monkeypatch.setattr(R.json, "loads", interrupted_on_the_second_piece)
+    monkeypatch.setattr(R.json, "loads", interrupted)
+
+
+def test_ctrl_c_between_trace_pieces_keeps_the_rest_marked_partial(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    traced = hetsched.run(hetsched.loads(SCN), trace=True).raw_json
+    whole = json.loads(traced)
+    assert len(whole["trace"]) > 2 * 4096
+    _interrupt_at(monkeypatch, 3)  # the skeleton, the first trace piece, then Ctrl-C
     with pytest.raises(R.ConversionInterrupted) as info:
-        R._parse_results(raw)
+        R._parse_results(traced)
     doc = info.value.document
-    monkeypatch.setattr(R.json, "loads", real)
+    monkeypatch.undo()
     assert doc["summary"]["partial"] is True
-    assert doc["tasks"] == [] and doc["omitted"] == {"tasks": None}
+    assert doc["trace"] == [] and doc["omitted"] == {"trace": None}
     assert len(doc["cpus"]) == 8 and doc["scenario"]["duration_s"] == 0.02
-    assert any("tasks table(s) are left out" in w for w in doc["warnings"])
+    assert any("trace table(s) are left out" in w for w in doc["warnings"])
+    # The tasks table, still text, is kept whole.
     res = R.Results._from_document(doc)
-    assert res.summary["omitted"] == {"tasks": None} and res.tasks.empty
+    assert res.summary["omitted"] == {"trace": None} and res.trace == []
+    assert len(res.tasks) == 9003
+    assert json.loads(res.raw_json)["tasks"] == whole["tasks"]
+
+
+def test_ctrl_c_while_a_long_table_is_first_read_leaves_it_to_read_again(
+    raw: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    res = hetsched.Results(raw)
+    _interrupt_at(monkeypatch, 2)  # the first piece, then Ctrl-C
+    with pytest.raises(KeyboardInterrupt):
+        _ = res.tasks
+    monkeypatch.undo()
+    assert isinstance(res._records["tasks"], R._Pieces)
+    assert len(res.tasks) == 9003

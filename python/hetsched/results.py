@@ -137,7 +137,9 @@ class Results:
     @classmethod
     def _from_document(cls, data: dict[str, Any]) -> Results:
         res = cls.__new__(cls)
-        res._init(data, json.dumps(data, separators=(",", ":")))
+        # A long table still as text (`_Pieces`) is written out as its rows.
+        text = json.dumps(data, separators=(",", ":"), default=_pieces_rows)
+        res._init(data, text)
         return res
 
     def _init(self, data: Any, raw_json: str) -> None:
@@ -160,12 +162,21 @@ class Results:
         # Task and CPU labels of the core (vCPUs included), for the trace exports.
         self.labels = dict(data.get("labels") or {})
 
+    def _rows(self, name: str) -> Any:
+        """The core's rows of table ``name``: a long table (tasks, programs)
+        stays JSON text until first read (:class:`_Pieces`), so that a run
+        whose tables nobody reads (a sweep's, most often) never builds them."""
+        rows = self._records.get(name)
+        if isinstance(rows, _Pieces):
+            rows = self._records[name] = rows.rows()
+        return rows
+
     @functools.cached_property
     def tasks(self) -> pd.DataFrame:
         """One row per task (see the class docstring)."""
         import pandas as pd
 
-        frame = _frame(self._records["tasks"])
+        frame = _frame(self._rows("tasks"))
         # A task without wake-ups has no latency: NaN, in float columns.
         for c in WAKEUP_LATENCY_COLUMNS:
             if c in frame.columns:
@@ -175,27 +186,27 @@ class Results:
     @functools.cached_property
     def programs(self) -> pd.DataFrame:
         """One row per completed program instance."""
-        return _frame(self._records["programs"])
+        return _frame(self._rows("programs"))
 
     @functools.cached_property
     def cpus(self) -> pd.DataFrame:
         """One row per CPU."""
-        return _frame(self._records["cpus"])
+        return _frame(self._rows("cpus"))
 
     @functools.cached_property
     def reconfigs(self) -> pd.DataFrame:
         """One row per reconfiguration (empty without a ``[dynamic]`` section)."""
-        return _frame(self._records["reconfigs"])
+        return _frame(self._rows("reconfigs"))
 
     @functools.cached_property
     def proxies(self) -> pd.DataFrame:
         """One row per processor proxy (empty without a ``[dynamic]`` section)."""
-        return _frame(self._records["proxies"])
+        return _frame(self._rows("proxies"))
 
     @functools.cached_property
     def vms(self) -> pd.DataFrame:
         """One row per virtual machine (empty without VMs)."""
-        return _frame(self._records["vms"])
+        return _frame(self._rows("vms"))
 
     @classmethod
     def load(cls, out_dir: str | Path) -> Results:
@@ -418,7 +429,7 @@ class Results:
                 # DataFrame (it may have been changed); otherwise straight
                 # from the core's rows, without pandas, to the same bytes.
                 if attr in self.__dict__ or not _write_rows_csv(
-                    p, self._records[attr] or [], _FLOAT_COLUMNS.get(attr, ())
+                    p, self._rows(attr) or [], _FLOAT_COLUMNS.get(attr, ())
                 ):
                     _csv_ready(getattr(self, attr)).to_csv(p, index=False)
 
@@ -430,10 +441,10 @@ class Results:
         for name in ("tasks", "programs", "cpus"):
             if name not in omitted:
                 out.append((f"{name}.csv", table(name)))
-        if self._records["vms"]:
+        if self._rows("vms"):
             out.append(("vms.csv", table("vms")))
         for name in ("reconfigs", "proxies"):
-            if self._records[name]:
+            if self._rows(name):
                 out.append((f"{name}.csv", table(name)))
         out.append(("scenario.json", lambda p: _write_json(p, self.scenario)))
         if self.trace:
@@ -608,33 +619,74 @@ def _parse_results(raw: str) -> Any:
             gc.enable()
 
 
+#: Long tables left as text until read (see :meth:`Results._rows`).
+LAZY_TABLES = ("tasks", "programs")
+
+
+class _Pieces:
+    """A long table of a results text, not parsed yet: where its pieces
+    (each a line of comma-separated rows) lie in the text. Holds the text,
+    which the results keep anyway (``raw_json``), not a copy of it."""
+
+    __slots__ = ("raw", "spans")
+
+    def __init__(self, raw: str, spans: list[tuple[int, int]]) -> None:
+        self.raw = raw
+        self.spans = spans
+
+    def rows(self) -> list[Any]:
+        collecting = gc.isenabled()
+        gc.disable()  # millions of small containers without cycles
+        try:
+            rows: list[Any] = []
+            for a, b in self.spans:
+                rows.extend(json.loads(f"[{self.raw[a:b]}]"))
+            return rows
+        finally:
+            if collecting:
+                gc.enable()
+
+
+def _pieces_rows(obj: Any) -> Any:
+    """``json.dumps``'s ``default`` for a document that holds `_Pieces`."""
+    if isinstance(obj, _Pieces):
+        return obj.rows()
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
 def _parse_pieces(raw: str) -> Any:
-    lines = raw.split("\n")
+    # Line by line without splitting the text: a long table's pieces are
+    # located, not copied.
     skeleton: list[str] = []
-    tables: list[tuple[str, list[str]]] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
+    tables: list[tuple[str, list[tuple[int, int]]]] = []
+    pos, n = 0, len(raw)
+
+    def next_line(at: int) -> tuple[int, int]:
+        end = raw.find("\n", at)
+        return (at, n) if end < 0 else (at, end)
+
+    while pos <= n:
+        a, b = next_line(pos)
+        line = raw[a:b]
         skeleton.append(line)
-        i += 1
+        pos = b + 1
         key = re.search(r'"([^"\\]+)":\[$', line) if line.endswith("[") else None
         if key is None:
             continue
-        pieces: list[str] = []
-        while i < len(lines) and not lines[i].startswith("]"):
-            pieces.append(lines[i].removesuffix(","))
-            i += 1
-        tables.append((key[1], pieces))
+        spans: list[tuple[int, int]] = []
+        while pos <= n and not raw.startswith("]", pos):
+            a, b = next_line(pos)
+            spans.append((a, b - 1 if raw[b - 1 : b] == "," else b))
+            pos = b + 1
+        tables.append((key[1], spans))
     doc = json.loads("".join(skeleton))
     if not isinstance(doc, dict):
         raise ValueError("results JSON must be an object")
     done: list[str] = []
     try:
-        for name, pieces in tables:
-            rows: list[Any] = []
-            for piece in pieces:
-                rows.extend(json.loads(f"[{piece}]"))
-            doc[name] = rows
+        for name, spans in tables:
+            pieces = _Pieces(raw, spans)
+            doc[name] = pieces if name in LAZY_TABLES else pieces.rows()
             done.append(name)
     except KeyboardInterrupt:
         omitted = dict(doc.get("omitted") or {})
