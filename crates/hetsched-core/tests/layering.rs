@@ -1,7 +1,7 @@
 //! The core's modules depend on each other in one direction only:
 //!
 //! ```text
-//! scenario → metrics → sim → policy → os → hw, workload → error, trace → time
+//! scenario → metrics → sim → policy → os → hw, workload → error, trace → time, prefetch
 //! ```
 //!
 //! This test reads every `crate::…` path in the code of
@@ -26,6 +26,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("error", 2),
     ("trace", 2),
     ("time", 1),
+    ("prefetch", 1),
 ];
 
 fn rank(module: &str) -> Option<u32> {

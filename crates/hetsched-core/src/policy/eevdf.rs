@@ -1488,6 +1488,19 @@ impl Scheduler for Eevdf {
         fair::newidle_balance(self, cx, cpu);
     }
 
+    fn read_ahead(&self, t: Option<TaskId>, _cpu: Option<CpuId>) -> Option<TaskId> {
+        // The event's task: its entity and its load record. (Guessing the
+        // CPU's next pick as well, by a scan like the pick's, cost the
+        // standard scenario 4.6 % and gained 2 % on the large one.)
+        if let Some(t) = t {
+            if let Some(se) = self.se.get(t) {
+                crate::prefetch::lines(se, 0, std::mem::size_of::<Se>());
+            }
+            self.cap.read_ahead(t);
+        }
+        None
+    }
+
     fn running(&mut self, _cx: &mut Ctx, _t: TaskId, cpu: CpuId) {
         self.bal.touch(cpu); // busy now: `idlest` re-keys it
     }

@@ -406,6 +406,15 @@ impl CapAware {
         self.uc_any = (0..cx.ntasks()).any(|t| cx.task(t).uclamp.is_some());
     }
 
+    /// Prefetch `t`'s load record (a read-ahead hint, see
+    /// `crate::prefetch`).
+    #[inline]
+    pub(in crate::policy) fn read_ahead(&self, t: TaskId) {
+        if let Some(l) = self.load.get(t) {
+            crate::prefetch::lines(l, 0, 1);
+        }
+    }
+
     fn at(&mut self, t: TaskId) -> &mut Load {
         if t >= self.load.len() {
             self.load.resize(t + 1, Load::default());
