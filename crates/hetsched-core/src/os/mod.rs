@@ -394,16 +394,17 @@ pub struct Task {
     pub ops: Arc<[Op]>,
     /// Scheduling policy and its parameters.
     pub sched: SchedAttr,
+    /// Custom fair-class slice, ns (the program's `slice_ms`: what
+    /// `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task);
+    /// `None`: the scheduler's base slice. (`eevdf` reads it at every
+    /// enqueue.)
+    pub slice_ns: Option<u64>,
     /// Counters.
     pub c: Counters,
     /// Its index.
     pub id: TaskId,
     /// Thread index within the program.
     pub thread: u32,
-    /// Custom fair-class slice, ns (the program's `slice_ms`: what
-    /// `sched_setattr()`'s `sched_runtime` sets on a SCHED_OTHER task);
-    /// `None`: the scheduler's base slice.
-    pub slice_ns: Option<u64>,
     /// Utilisation clamps requested for it (the program's `uclamp_min` and
     /// `uclamp_max`, what `sched_setattr()` sets); `None`: none requested.
     pub uclamp: Option<Uclamp>,
