@@ -1219,8 +1219,17 @@ fn write_results(
     omitted: Option<&[(&'static str, usize)]>,
 ) -> Result<String, Unwritten> {
     use std::io::Write;
+    // Room for the whole text at once: a row of the long tables takes well
+    // under these sizes, so the text never moves while it grows (a moving
+    // buffer of 80 MB is briefly two). Capacity not written to costs no
+    // memory.
+    let room = 1024 * big.tasks.len()
+        + 512 * big.programs.len()
+        + 256 * big.trace.len()
+        + 4 * scenario_json.len()
+        + (1 << 20);
     let mut w = Checked {
-        buf: Vec::new(),
+        buf: Vec::with_capacity(room),
         py,
         check,
         next: CHECK_BYTES,
