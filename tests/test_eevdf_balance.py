@@ -6,40 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-import hetsched
+from eevdf_scenarios import machine, run_traced, spinner
 from hetsched import tracefs
-
-SCN = """
-name = "spin3"
-duration_s = 2.0
-scheduler = "{policy}"
-governor = "performance"
-[machine]
-tick_hz = 250
-[machine.types.c]
-capacity = 1024
-pstates = [{{ mhz = 1000, volt = 1.0 }}]
-[[machine.cpus]]
-type = "c"
-[[machine.cpus]]
-type = "c"
-[[workload.programs]]
-name = "a"
-kind = "sequential"
-work_ms = 10000
-[[workload.programs]]
-name = "b"
-kind = "sequential"
-work_ms = 10000
-[[workload.programs]]
-name = "c"
-kind = "sequential"
-work_ms = 10000
-"""
 
 
 def migration_intervals_ms(policy: str) -> np.ndarray:
-    res = hetsched.run(hetsched.loads(SCN.format(policy=policy)), trace=True, check=True)
+    spinners = "".join(spinner(n, 10000) for n in "abc")
+    res = run_traced(machine("spin3", 2.0, policy, 2) + spinners)
     t = tracefs.migrations(res.trace)["t_ns"].to_numpy(dtype=float) / 1e6
     return np.diff(t[t > 300.0])
 

@@ -10,23 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 import hetsched
+from eevdf_scenarios import machine, run_traced, spinner
 from hetsched import tracefs
-
-HEAD = """
-name = "continual"
-duration_s = 2.0
-scheduler = "{policy}"
-governor = "performance"
-[machine]
-tick_hz = 250
-[machine.types.c]
-capacity = 1024
-pstates = [{{ mhz = 1000, volt = 1.0 }}]
-[[machine.cpus]]
-type = "c"
-[[machine.cpus]]
-type = "c"
-"""
 
 SLEEPER = """
 [[workload.programs]]
@@ -35,30 +20,13 @@ kind = "phases"
 loops = 100000
 affinity = [0]
 phases = [{ compute_ms = 2.0 }, { sleep_ms = 8.0 }]
-[[workload.programs]]
-name = "spin"
-kind = "sequential"
-work_ms = 100000
-affinity = [0]
-"""
+""" + spinner("spin", 100000, cpu=0)
 
-PAIR = """
-[[workload.programs]]
-name = "nice0"
-kind = "sequential"
-work_ms = 100000
-affinity = [0]
-[[workload.programs]]
-name = "nice5"
-kind = "sequential"
-work_ms = 100000
-nice = 5
-affinity = [0]
-"""
+PAIR = spinner("nice0", 100000, cpu=0) + spinner("nice5", 100000, nice=5, cpu=0)
 
 
 def run(policy: str, body: str) -> hetsched.RunResult:
-    return hetsched.run(hetsched.loads(HEAD.format(policy=policy) + body), trace=True, check=True)
+    return run_traced(machine("continual", 2.0, policy, 2) + body)
 
 
 def task_ids(res: hetsched.RunResult, program: str) -> list[int]:

@@ -6,34 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-import hetsched
+from eevdf_scenarios import machine, run_traced, spinner
 from hetsched import tracefs
-
-SCN = """
-name = "hrtick"
-duration_s = 0.2
-scheduler = "eevdf[base_slice_ms=1.4{extra}]"
-governor = "performance"
-[machine]
-tick_hz = 250
-[machine.types.c]
-capacity = 1024
-pstates = [{{ mhz = 1000, volt = 1.0 }}]
-[[machine.cpus]]
-type = "c"
-[[workload.programs]]
-name = "a"
-kind = "sequential"
-work_ms = 1000
-[[workload.programs]]
-name = "b"
-kind = "sequential"
-work_ms = 1000
-"""
 
 
 def slices_ms(extra: str) -> np.ndarray:
-    res = hetsched.run(hetsched.loads(SCN.format(extra=extra)), trace=True, check=True)
+    policy = f"eevdf[base_slice_ms=1.4{extra}]"
+    res = run_traced(machine("hrtick", 0.2, policy, 1) + spinner("a", 1000) + spinner("b", 1000))
     return tracefs.slices(res.trace)["dur_ms"].to_numpy(dtype=float)
 
 
