@@ -6,13 +6,14 @@
 //! A prefetch reads nothing into the program and cannot fault, so it never
 //! changes a result; on targets without one it is nothing.
 
-/// Ask for the cache lines of `r` from byte `from` to byte `to` (clamped to
-/// the object).
+/// Ask for the cache lines of the first `bytes` bytes of `r` (at most the
+/// whole object; at least its first line).
 #[inline(always)]
-pub(crate) fn lines<T>(r: &T, from: usize, to: usize) {
+pub(crate) fn lines<T>(r: &T, bytes: usize) {
     let base = (r as *const T).cast::<u8>();
-    let to = to.min(std::mem::size_of::<T>());
-    let mut off = from;
+    let to = bytes.min(std::mem::size_of::<T>());
+    line(base);
+    let mut off = 64;
     while off < to {
         line(base.wrapping_add(off));
         off += 64;

@@ -536,7 +536,7 @@ impl Scheduler for Cfs {
         });
         for t in [t, next].into_iter().flatten() {
             if let Some(se) = self.se.get(t) {
-                crate::prefetch::lines(se, 0, std::mem::size_of::<Se>());
+                crate::prefetch::lines(se, std::mem::size_of::<Se>());
             }
         }
         next

@@ -2039,14 +2039,14 @@ impl Engine {
             _ => return,
         };
         if let Some(task) = t.and_then(|t| self.tasks.get(t)) {
-            crate::prefetch::lines(task, 0, HOT_TASK_BYTES);
+            crate::prefetch::lines(task, HOT_TASK_BYTES);
         }
         if let Some(t) = t {
             self.wake_lat.read_ahead(t);
         }
         let next = self.sched.read_ahead(t, cpu);
         if let Some(task) = next.and_then(|n| self.tasks.get(n)) {
-            crate::prefetch::lines(task, 0, HOT_TASK_BYTES);
+            crate::prefetch::lines(task, HOT_TASK_BYTES);
         }
     }
 

@@ -65,7 +65,7 @@ impl WakeLat {
     #[inline]
     pub fn read_ahead(&self, t: TaskId) {
         if let Some(slot) = self.slots.get(t) {
-            crate::prefetch::lines(slot, 0, 1);
+            crate::prefetch::lines(slot, 1);
         }
     }
 

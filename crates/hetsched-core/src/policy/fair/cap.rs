@@ -411,7 +411,7 @@ impl CapAware {
     #[inline]
     pub(in crate::policy) fn read_ahead(&self, t: TaskId) {
         if let Some(l) = self.load.get(t) {
-            crate::prefetch::lines(l, 0, 1);
+            crate::prefetch::lines(l, 1);
         }
     }
 
