@@ -210,6 +210,13 @@ struct SeqQueue {
     /// Per task: whether it is marked active (kept while it is out of the
     /// queue).
     is_live: Vec<bool>,
+    /// The entries marked active whose task is not marked held
+    /// (`set_held`: AASH's fast-credit holders), by key: what a walk that
+    /// steps over the holders visits, without the holders.
+    free: BTreeMap<u64, TaskId>,
+    /// Per task: whether it is marked held (kept while it is out of the
+    /// queue).
+    is_held: Vec<bool>,
 }
 
 impl SeqQueue {
@@ -220,6 +227,8 @@ impl SeqQueue {
             next: SEQ_GAP,
             live: BTreeMap::new(),
             is_live: Vec::new(),
+            free: BTreeMap::new(),
+            is_held: Vec::new(),
         }
     }
 
@@ -248,8 +257,43 @@ impl SeqQueue {
             .map(|(_, &t)| t)
     }
 
+    /// Active tasks (as marked) that are not held, in queue order, with
+    /// their keys: [`SeqQueue::iter_live`] without the held ones.
+    fn iter_free(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
+        self.free.iter().map(|(&k, &t)| (k, t))
+    }
+
+    /// Active tasks (as marked) that are not held, after key `k`.
+    fn after_free(&self, k: u64) -> impl Iterator<Item = TaskId> + '_ {
+        self.free
+            .range((Bound::Excluded(k), Bound::Unbounded))
+            .map(|(_, &t)| t)
+    }
+
     fn live(&self, t: TaskId) -> bool {
         self.is_live.get(t).copied().unwrap_or(false)
+    }
+
+    fn held(&self, t: TaskId) -> bool {
+        self.is_held.get(t).copied().unwrap_or(false)
+    }
+
+    /// Mark `t` held or not.
+    fn set_held(&mut self, t: TaskId, on: bool) {
+        if self.is_held.len() <= t {
+            self.is_held.resize(t + 1, false);
+        }
+        if self.is_held[t] == on {
+            return;
+        }
+        self.is_held[t] = on;
+        if let Some(k) = self.key(t).filter(|_| self.live(t)) {
+            if on {
+                self.free.remove(&k);
+            } else {
+                self.free.insert(k, t);
+            }
+        }
     }
 
     /// Mark `t` active or not.
@@ -262,10 +306,17 @@ impl SeqQueue {
         }
         self.is_live[t] = on;
         if let Some(k) = self.key(t) {
+            let free = !self.held(t);
             if on {
                 self.live.insert(k, t);
+                if free {
+                    self.free.insert(k, t);
+                }
             } else {
                 self.live.remove(&k);
+                if free {
+                    self.free.remove(&k);
+                }
             }
         }
     }
@@ -278,6 +329,9 @@ impl SeqQueue {
         self.by_seq.insert(k, t);
         if self.live(t) {
             self.live.insert(k, t);
+            if !self.held(t) {
+                self.free.insert(k, t);
+            }
         }
     }
 
@@ -286,6 +340,7 @@ impl SeqQueue {
         let order: Vec<TaskId> = self.by_seq.values().copied().collect();
         self.by_seq.clear();
         self.live.clear();
+        self.free.clear();
         self.next = SEQ_GAP;
         for t in order {
             let k = self.next;
@@ -325,6 +380,7 @@ impl SeqQueue {
             Some(k) => {
                 self.by_seq.remove(&k);
                 self.live.remove(&k);
+                self.free.remove(&k);
                 self.seq[t] = u64::MAX;
                 true
             }
@@ -1151,6 +1207,8 @@ impl Credit {
             return;
         }
         a.is_holder[t] = on;
+        a.normal.set_held(t, on);
+        a.fastq.set_held(t, on);
         if on {
             a.holder_at[t] = a.holders.len();
             a.holders.push(t);
@@ -1198,8 +1256,15 @@ impl Credit {
         #[cfg(debug_assertions)]
         {
             for q in [&a.normal, &a.fastq] {
-                for (_, t) in q.iter() {
+                for (k, t) in q.iter() {
                     debug_assert_eq!(q.live(t), Self::active(cx, t), "task {t}: stale mark");
+                    let holder = a.is_holder.get(t).copied().unwrap_or(false);
+                    debug_assert_eq!(q.held(t), holder, "task {t}: stale holder mark");
+                    debug_assert_eq!(
+                        q.free.contains_key(&k),
+                        q.live(t) && !holder,
+                        "task {t}: free index out of date"
+                    );
                 }
             }
             for &h in &a.holders {
@@ -1300,13 +1365,33 @@ impl Credit {
 
     /// Take the next recipient of fast credits from the head of `q`
     /// (rotating it to the tail), swapping an aware guest's slow vCPU for
-    /// one of its fast vCPUs (§2.2).
-    fn take_from(cx: &Ctx, q: &mut SeqQueue, skip: &[bool]) -> Option<TaskId> {
+    /// one of its fast vCPUs (§2.2). `skip_holders`: `skip` is the holder
+    /// marks (`Aash::is_holder`), which the queues mirror (`set_held`), so
+    /// the walk visits only the entries that are not held: the same
+    /// entries, less the ones it would step over.
+    fn take_from(cx: &Ctx, q: &mut SeqQueue, skip: &[bool], skip_holders: bool) -> Option<TaskId> {
         let skip = |t: TaskId| skip.get(t).copied().unwrap_or(false);
+        // Only active tasks can be taken: walk the entries marked so.
+        let (free, live) = if skip_holders {
+            (Some(q.iter_free()), None)
+        } else {
+            (None, Some(q.iter_live()))
+        };
+        let after = |k: u64| {
+            let (free, live) = if skip_holders {
+                (Some(q.after_free(k)), None)
+            } else {
+                (None, Some(q.after_live(k)))
+            };
+            free.into_iter().flatten().chain(live.into_iter().flatten())
+        };
         // (recipient, the slow vCPU whose place it takes)
         let mut pick: Option<(TaskId, Option<TaskId>)> = None;
-        // Only active tasks can be taken: walk the entries marked so.
-        for (k, t) in q.iter_live() {
+        for (k, t) in free.into_iter().flatten().chain(live.into_iter().flatten()) {
+            debug_assert!(
+                !skip_holders || !q.held(t),
+                "held task {t} in the free index"
+            );
             if skip(t) || !Self::active(cx, t) {
                 continue;
             }
@@ -1317,7 +1402,7 @@ impl Credit {
             if let Some(v) = cx.vcpu(t).filter(|v| v.aware) {
                 // Swap with a fast vCPU of the same VM further down (one
                 // nearer the head would have been taken already).
-                let u = q.after_live(k).find(|&u| {
+                let u = after(k).find(|&u| {
                     !skip(u) && Self::eligible(cx, u) && cx.vcpu(u).is_some_and(|w| w.vm == v.vm)
                 });
                 if let Some(u) = u {
@@ -1340,9 +1425,11 @@ impl Credit {
     }
 
     /// The next vCPU to receive fast credits, `skip` (per task) aside: fast
-    /// queue first.
-    fn next_recipient(a: &mut Aash, cx: &Ctx, skip: &[bool]) -> Option<TaskId> {
-        Self::take_from(cx, &mut a.fastq, skip).or_else(|| Self::take_from(cx, &mut a.normal, skip))
+    /// queue first. `skip_holders`: `skip` is the holder marks (see
+    /// [`Credit::take_from`]).
+    fn next_recipient(a: &mut Aash, cx: &Ctx, skip: &[bool], skip_holders: bool) -> Option<TaskId> {
+        Self::take_from(cx, &mut a.fastq, skip, skip_holders)
+            .or_else(|| Self::take_from(cx, &mut a.normal, skip, skip_holders))
     }
 
     /// The slow CPU to send a vCPU to: the one whose current vCPU has just
@@ -1417,7 +1504,7 @@ impl Credit {
         {
             let a = self.aash.as_mut().expect("aash");
             while chosen.len() < nfast {
-                match Self::next_recipient(a, cx, &is_chosen) {
+                match Self::next_recipient(a, cx, &is_chosen, false) {
                     Some(t) => {
                         chosen.push(t);
                         is_chosen[t] = true;
@@ -1433,6 +1520,8 @@ impl Credit {
             for &t in &old {
                 a.fast_credit[t] = 0.0;
                 a.is_holder[t] = false;
+                a.normal.set_held(t, false);
+                a.fastq.set_held(t, false);
                 a.holder_at[t] = usize::MAX;
             }
             for &t in &chosen {
@@ -1540,7 +1629,7 @@ impl Credit {
         let a = self.aash.as_mut().expect("aash");
         Self::refresh_changed(a, cx);
         let skip = std::mem::take(&mut a.is_holder);
-        let next = Self::next_recipient(a, cx, &skip);
+        let next = Self::next_recipient(a, cx, &skip, true);
         a.is_holder = skip;
         let Some(t) = next else {
             return false;
