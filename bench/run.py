@@ -361,7 +361,8 @@ def doc_sections(results: dict[str, Any]) -> dict[str, str]:
             f"| 2 | {sw['wall_s_2']:.2f} | {sw['cpu_s_2']:.2f} |\n\n"
             f"{sw['runs']} runs: speed-up **{sw['speedup']:.2f}×** in wall time with 2 "
             f"workers; from CPU time, at most {sw['cpu_bound_speedup']:.2f}× on 2 idle "
-            f"cores. Load average before each sweep: {sw['load_avg']}.\n"
+            f"cores. Load average before each sweep: {sw['load_avg']}. The sweeps wrote "
+            f"into `{sw.get('dir', '?')}` ({sw.get('filesystem', 'file system not recorded')}).\n"
         )
     else:
         sweep = f"Not measured: {sw.get('error') if sw else 'skipped (--no-sweep)'}.\n"
@@ -378,6 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling table")
     ap.add_argument("--no-policies", action="store_true", help="skip the policy series")
     ap.add_argument("--no-sweep", action="store_true", help="skip the sweep speed-up")
+    ap.add_argument(
+        "--sweep-dir",
+        type=Path,
+        default=None,
+        help="folder in which the sweep speed-up's sweeps write (default: the system's "
+        "temporary folder; /dev/shm leaves the disk's file system out)",
+    )
     ap.add_argument(
         "--no-series",
         action="store_true",
@@ -433,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.runs < 1:
         ap.error(f"--runs: a positive number of runs is allowed, got {args.runs}")
+    if args.sweep_dir is not None and not args.sweep_dir.is_dir():
+        ap.error(f"--sweep-dir: an existing folder is allowed, got {str(args.sweep_dir)!r}")
 
     import hetsched
 
@@ -495,8 +505,10 @@ def main(argv: list[str] | None = None) -> int:
         import sweep_speedup
 
         try:
-            results["sweep"] = sweep_speedup.measure(repeats=2 if args.update_docs else 1)
-        except RuntimeError as e:
+            results["sweep"] = sweep_speedup.measure(
+                repeats=2 if args.update_docs else 1, where=args.sweep_dir
+            )
+        except (RuntimeError, ValueError) as e:
             results["sweep"] = {"error": str(e)[-500:]}
     if not args.no_simso:
         from compare_simso import ROWS, compare

@@ -162,9 +162,44 @@ def summarize(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def measure(repeats: int = 2, startups: int = 20, bytecode: str = "cached") -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="hetsched-sweep-bench-") as tmp:
+def filesystem(path: Path, mounts: str | None = None) -> str:
+    """The type of the file system holding ``path`` (the longest mount point
+    of ``/proc/mounts`` above it), or ``"unknown"`` where that cannot be read.
+    A sweep writes about seven files a run, so what one costs depends on the
+    file system as much as on the sweep: on the development machine a file
+    created on its ext4 root costs about 570 µs of system time, on tmpfs a
+    few µs (docs/performance.md, "Sweeps and the file system"). ``mounts``:
+    the text of ``/proc/mounts`` (read when not given)."""
+    if mounts is None:
+        try:
+            mounts = Path("/proc/mounts").read_text(encoding="utf-8")
+        except OSError:
+            return "unknown"
+    lines = mounts.splitlines()
+    target = str(path.resolve())
+    best, kind = "", "unknown"
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        # /proc/mounts escapes spaces and a few other characters as octal.
+        mnt = parts[1].encode().decode("unicode_escape")
+        inside = target == mnt or target.startswith(mnt.rstrip("/") + "/")
+        if inside and len(mnt) >= len(best):
+            best, kind = mnt, parts[2]
+    return kind
+
+
+def measure(
+    repeats: int = 2, startups: int = 20, bytecode: str = "cached", where: Path | None = None
+) -> dict[str, Any]:
+    """``where``: the folder in which the sweeps write (a temporary folder is
+    made inside it; default the system's temporary folder)."""
+    if where is not None and not where.is_dir():
+        raise ValueError(f"{where}: not a folder (the sweeps write into a folder made inside it)")
+    with tempfile.TemporaryDirectory(prefix="hetsched-sweep-bench-", dir=where) as tmp:
         folder = Path(tmp)
+        fs = filesystem(folder)
         env = bench_env(bytecode, folder)
         path = sweep_file(folder)
         load0 = os.getloadavg()[0]
@@ -177,6 +212,8 @@ def measure(repeats: int = 2, startups: int = 20, bytecode: str = "cached") -> d
                 samples.append(run_once(path, workers, folder / f"out-{workers}-{i}", env))
     res = summarize(samples)
     res["bytecode"] = bytecode
+    res["dir"] = str(where if where is not None else Path(tempfile.gettempdir()))
+    res["filesystem"] = fs
     if starts:
         res["worker_startup_cpu_s"] = {
             "n": len(starts),
@@ -200,12 +237,21 @@ def main(argv: list[str] | None = None) -> int:
         default="cached",
         help="cached: bytecode cached as for an installed package; env: as the environment has it",
     )
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="folder in which the sweeps write (default: the system's temporary folder); "
+        "e.g. /dev/shm to leave the disk's file system out",
+    )
     args = ap.parse_args(argv)
+    if args.dir is not None and not args.dir.is_dir():
+        ap.error(f"--dir: an existing folder is allowed, got {str(args.dir)!r}")
     if args.repeats < 1:
         ap.error(f"--repeats: a positive number is allowed, got {args.repeats}")
     if args.startups < 0:
         ap.error(f"--startups: zero or a positive number is allowed, got {args.startups}")
-    res = measure(args.repeats, args.startups, args.bytecode)
+    res = measure(args.repeats, args.startups, args.bytecode, args.dir)
     print(json.dumps({k: v for k, v in res.items() if k != "samples"}, indent=1))
     return 0
 

@@ -100,6 +100,30 @@ def test_sweep_speedup_summary() -> None:
         sweep_speedup.summarize([sample(1, 1.0, 1.0)])
 
 
+def test_sweep_folder_filesystem_is_the_longest_mount_above_it() -> None:
+    mounts = (
+        "/dev/vda / ext4 rw,relatime 0 0\n"
+        "tmpfs /dev/shm tmpfs rw 0 0\n"
+        "tmpfs /dev/shm2 tmpfs rw 0 0\n"
+        "none /mnt/my\\040disk xfs rw 0 0\n"
+    )
+    fs = sweep_speedup.filesystem
+    assert fs(Path("/dev/shm/hetsched-sweep-bench-x"), mounts) == "tmpfs"
+    assert fs(Path("/dev/shm"), mounts) == "tmpfs"
+    # A name that only starts like a mount point is not inside it.
+    assert fs(Path("/dev/shmx/y"), mounts) == "ext4"
+    assert fs(Path("/tmp/a"), mounts) == "ext4"
+    assert fs(Path("/mnt/my disk/z"), mounts) == "xfs"
+    assert fs(Path("/tmp/a"), "") == "unknown"
+
+
+def test_sweep_bench_refuses_a_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a folder"):
+        sweep_speedup.measure(repeats=1, startups=0, where=tmp_path / "missing")
+    with pytest.raises(SystemExit):
+        sweep_speedup.main(["--dir", str(tmp_path / "missing")])
+
+
 def test_the_lengthened_demo_sweep_has_402_runs(tmp_path: Path) -> None:
     spec = sweeps.load_sweep(sweep_speedup.sweep_file(tmp_path))
     assert len(spec.points()) == 402
