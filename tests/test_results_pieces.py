@@ -51,6 +51,28 @@ def test_long_tables_come_in_pieces_that_read_as_one_document(raw: str) -> None:
     assert res._records["tasks"] == whole["tasks"]
 
 
+def test_the_core_hands_the_text_over_as_bytes_read_like_the_text(raw: str) -> None:
+    # `hetsched.run` keeps the core's UTF-8 bytes; `raw_json` decodes them.
+    res = hetsched.run(hetsched.loads(SCN))
+    assert isinstance(res._raw, bytes)
+    assert isinstance(res.raw_json, str) and res.raw_json == res._raw.decode("utf-8")
+    # Bytes and text give the same document, long table in pieces included.
+    from_bytes = R._parse_results(raw.encode("utf-8"))
+    from_text = R._parse_results(raw)
+    assert isinstance(from_bytes["tasks"], R._Pieces)
+    assert from_bytes["tasks"].spans == from_text["tasks"].spans
+    from_bytes["tasks"] = from_bytes["tasks"].rows()
+    from_text["tasks"] = from_text["tasks"].rows()
+    assert from_bytes == from_text
+    a, b = hetsched.Results(raw.encode("utf-8")), hetsched.Results(raw)
+    assert a.summary == b.summary and a.raw_json == b.raw_json
+    pd.testing.assert_frame_equal(a.tasks, b.tasks)
+    pd.testing.assert_frame_equal(a.programs, b.programs)
+    # A short document (no pieces) reads the same either way too.
+    small = json.dumps({"summary": {"events": 3}, "tasks": []})
+    assert hetsched.Results(small.encode()).summary == {"events": 3}
+
+
 def test_frames_built_in_pieces_equal_one_conversion(
     raw: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

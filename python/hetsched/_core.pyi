@@ -98,8 +98,8 @@ def run(
     scheduler: Optional[Any] = None,
     agents: Sequence[Any] = ...,
     progress: Optional[Callable[[float, float], None]] = None,
-) -> str:
-    """Run a scenario and return its results as JSON text.
+) -> bytes:
+    """Run a scenario and return its results as JSON text, UTF-8 encoded.
 
     ``scheduler``: a :class:`hetsched.Scheduler` instance that replaces the
     scenario's scheduler (a policy written in Python). ``agents``: Python

@@ -144,7 +144,9 @@ def run(
         )
     except KeyboardInterrupt as e:
         raw_partial = getattr(e, "partial_results", None)
-        e.results = Results(raw_partial) if isinstance(raw_partial, str) else None  # type: ignore[attr-defined]
+        e.results = (  # type: ignore[attr-defined]
+            Results(raw_partial) if isinstance(raw_partial, str | bytes) else None
+        )
         raise
     finally:
         if bar is not None:

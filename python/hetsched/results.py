@@ -121,7 +121,9 @@ class Results:
         labels: the core's labels, ``tasks`` (``[program, thread]`` per task id,
             vCPUs included) and ``cpus`` (``"cpu N (type)"``); empty for a
             folder read back.
-        raw_json: the JSON text this object was built from.
+        raw_json: the JSON text this object was built from (the core hands
+            it over as UTF-8 bytes, which the results keep; ``raw_json``
+            decodes them at each read).
     """
 
     summary: dict[str, Any]
@@ -129,10 +131,15 @@ class Results:
     warnings: list[str]
     scenario: dict[str, Any]
     labels: dict[str, Any]
-    raw_json: str
 
-    def __init__(self, raw_json: str) -> None:
+    def __init__(self, raw_json: str | bytes) -> None:
         self._init(_parse_results(raw_json), raw_json)
+
+    @property
+    def raw_json(self) -> str:
+        """The JSON text these results were built from."""
+        raw = self._raw
+        return raw if isinstance(raw, str) else raw.decode("utf-8")
 
     @classmethod
     def _from_document(cls, data: dict[str, Any]) -> Results:
@@ -142,10 +149,10 @@ class Results:
         res._init(data, text)
         return res
 
-    def _init(self, data: Any, raw_json: str) -> None:
+    def _init(self, data: Any, raw_json: str | bytes) -> None:
         if not isinstance(data, dict):
             raise ValueError("results JSON must be an object")
-        self.raw_json = raw_json
+        self._raw = raw_json
         self.summary = dict(data.get("summary") or {})
         if data.get("omitted"):
             # Partial results without their longest tables: which, with their rows.
@@ -600,13 +607,14 @@ class ConversionInterrupted(KeyboardInterrupt):
         self.document = document
 
 
-def _parse_results(raw: str) -> Any:
-    """The results document in ``raw``. The core writes a table of more than
-    a few thousand rows in pieces, each on a line of its own (compact JSON
-    has no newline otherwise): the rest of the document is read first, then
-    the pieces one by one, so that Ctrl-C is answered between pieces
+def _parse_results(raw: str | bytes) -> Any:
+    """The results document in ``raw`` (text, or UTF-8 bytes as the core
+    hands it over). The core writes a table of more than a few thousand rows
+    in pieces, each on a line of its own (compact JSON has no newline
+    otherwise): the rest of the document is read first, then the pieces one
+    by one, so that Ctrl-C is answered between pieces
     (:class:`ConversionInterrupted`)."""
-    if "\n" not in raw:
+    if _Marks.of(raw).nl not in raw:
         return json.loads(raw)
     # Millions of small containers: the cyclic garbage collector would walk
     # them again and again while they are made (they hold no cycles).
@@ -623,6 +631,29 @@ def _parse_results(raw: str) -> Any:
 LAZY_TABLES = ("tasks", "programs")
 
 
+class _Marks:
+    """The characters :func:`_parse_pieces` looks for, as text or as bytes
+    (the same code reads a results text and the core's UTF-8 bytes)."""
+
+    __slots__ = ("close", "comma", "empty", "key", "nl", "open")
+
+    def __init__(self, kind: type) -> None:
+        def mark(t: str) -> Any:
+            return t if kind is str else t.encode()
+
+        self.nl, self.open, self.close, self.comma = (mark(t) for t in "\n[],")
+        self.empty = mark("")
+        self.key = re.compile(mark(r'"([^"\\]+)":\[$'))
+
+    @staticmethod
+    def of(raw: str | bytes) -> _Marks:
+        return _TEXT_MARKS if isinstance(raw, str) else _BYTE_MARKS
+
+
+_TEXT_MARKS = _Marks(str)
+_BYTE_MARKS = _Marks(bytes)
+
+
 class _Pieces:
     """A long table of a results text, not parsed yet: where its pieces
     (each a line of comma-separated rows) lie in the text. Holds the text,
@@ -630,17 +661,18 @@ class _Pieces:
 
     __slots__ = ("raw", "spans")
 
-    def __init__(self, raw: str, spans: list[tuple[int, int]]) -> None:
+    def __init__(self, raw: str | bytes, spans: list[tuple[int, int]]) -> None:
         self.raw = raw
         self.spans = spans
 
     def rows(self) -> list[Any]:
+        m = _Marks.of(self.raw)
         collecting = gc.isenabled()
         gc.disable()  # millions of small containers without cycles
         try:
             rows: list[Any] = []
             for a, b in self.spans:
-                rows.extend(json.loads(f"[{self.raw[a:b]}]"))
+                rows.extend(json.loads(m.open + self.raw[a:b] + m.close))
             return rows
         finally:
             if collecting:
@@ -654,15 +686,16 @@ def _pieces_rows(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-def _parse_pieces(raw: str) -> Any:
+def _parse_pieces(raw: str | bytes) -> Any:
     # Line by line without splitting the text: a long table's pieces are
     # located, not copied.
-    skeleton: list[str] = []
+    m = _Marks.of(raw)
+    skeleton: list[Any] = []
     tables: list[tuple[str, list[tuple[int, int]]]] = []
     pos, n = 0, len(raw)
 
     def next_line(at: int) -> tuple[int, int]:
-        end = raw.find("\n", at)
+        end = raw.find(m.nl, at)
         return (at, n) if end < 0 else (at, end)
 
     while pos <= n:
@@ -670,16 +703,17 @@ def _parse_pieces(raw: str) -> Any:
         line = raw[a:b]
         skeleton.append(line)
         pos = b + 1
-        key = re.search(r'"([^"\\]+)":\[$', line) if line.endswith("[") else None
+        key = m.key.search(line) if line.endswith(m.open) else None
         if key is None:
             continue
         spans: list[tuple[int, int]] = []
-        while pos <= n and not raw.startswith("]", pos):
+        while pos <= n and not raw.startswith(m.close, pos):
             a, b = next_line(pos)
-            spans.append((a, b - 1 if raw[b - 1 : b] == "," else b))
+            spans.append((a, b - 1 if raw[b - 1 : b] == m.comma else b))
             pos = b + 1
-        tables.append((key[1], spans))
-    doc = json.loads("".join(skeleton))
+        name = key[1]
+        tables.append((name if isinstance(name, str) else name.decode(), spans))
+    doc = json.loads(m.empty.join(skeleton))
     if not isinstance(doc, dict):
         raise ValueError("results JSON must be an object")
     done: list[str] = []

@@ -856,7 +856,7 @@ fn run(
     scheduler: Option<Bound<'_, PyAny>>,
     agents: Vec<Bound<'_, PyAny>>,
     progress: Option<Bound<'_, PyAny>>,
-) -> PyResult<String> {
+) -> PyResult<PyObject> {
     let sched: Option<Box<dyn Scheduler>> = match scheduler {
         None => None,
         Some(s) => {
@@ -958,6 +958,7 @@ fn run(
         r
     });
     drop(engine);
+    give_back_freed_memory();
     if let Some(e) = PENDING.with(|p| p.borrow_mut().take()) {
         POLICY_INTERRUPT.with(|p| p.borrow_mut().take());
         return Err(e);
@@ -991,7 +992,12 @@ fn run(
     if stopped.is_none() && !converting {
         let head = serde_json::to_value(&res).map_err(err)?;
         match write_results(py, true, &head, &big, &scn, &labels, None) {
-            Ok(text) => return Ok(text),
+            Ok(text) => {
+                // Written: the tables go before the text is handed over, so
+                // that the two are never held together with a copy of it.
+                drop((head, big, res, labels, scn));
+                return bytes_of(py, text.into_bytes());
+            }
             Err(Unwritten::Json(e)) => return Err(err(e)),
             Err(Unwritten::Raised(e)) => {
                 if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
@@ -1067,6 +1073,65 @@ fn run(
     let e = pyo3::exceptions::PyKeyboardInterrupt::new_err(msg);
     e.value_bound(py).setattr("partial_results", out)?;
     Err(e)
+}
+
+/// Return the pages of the memory the engine freed to the system, so that
+/// the results text (a new mapping of its own, 84 MB at 100 000 threads) is
+/// not added on top of them: glibc keeps freed heap memory mapped (holes
+/// below the top of the heap are not trimmed) until `malloc_trim` gives
+/// their pages back. Elsewhere, nothing.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` takes no pointer and only releases free memory;
+    // the allocator stays consistent for every live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// How much of a results text [`bytes_of`] moves at a time.
+const HANDOVER_BYTES: usize = 4 << 20;
+
+/// `text` as a Python `bytes` object, without holding two whole copies of a
+/// long text at any moment: the object is made uninitialised (its pages are
+/// not touched yet), filled from its end a slice of [`HANDOVER_BYTES`] at a
+/// time, and the text is cut after each slice (`shrink_to_fit`: a large
+/// buffer gives the memory of its tail back as it shrinks, where the
+/// allocator can, as glibc's `mremap` does). At 100 000 threads the text is
+/// 84 MB; it and a `str` copy of it made the run's peak memory
+/// (docs/performance.md). (`PyBytes::new_with` zeroes the object first,
+/// which touches every page before the copy starts.)
+fn bytes_of(py: Python<'_>, mut text: Vec<u8>) -> PyResult<PyObject> {
+    let n = text.len();
+    let len = pyo3::ffi::Py_ssize_t::try_from(n)
+        .map_err(|_| HetschedError::new_err(format!("results of {n} bytes are too long")))?;
+    // SAFETY: with a null pointer, `PyBytes_FromStringAndSize` returns a new
+    // bytes object of `len` bytes whose contents are uninitialised, or null
+    // with a Python exception set (`from_owned_ptr_or_err` turns that into
+    // the error). We hold the only reference.
+    let obj = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len),
+        )?
+    };
+    // SAFETY: `obj` is a bytes object (made above), so `PyBytes_AsString`
+    // returns its buffer of `n` bytes, which stays valid while `obj` lives.
+    let dst = unsafe { pyo3::ffi::PyBytes_AsString(obj.as_ptr()) }.cast::<u8>();
+    let mut end = n;
+    while end > 0 {
+        let start = end.saturating_sub(HANDOVER_BYTES);
+        // SAFETY: `start..end` lies within both buffers (`text` still holds
+        // `end` bytes; the object holds `n`), which do not overlap, and the
+        // object is not visible to Python until it is returned filled.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr().add(start), dst.add(start), end - start);
+        }
+        text.truncate(start);
+        text.shrink_to_fit();
+        end = start;
+    }
+    Ok(obj.unbind())
 }
 
 /// Rows of one piece of a long table in the results text: pieces are
