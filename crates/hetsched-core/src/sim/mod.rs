@@ -2045,8 +2045,13 @@ impl Engine {
             self.wake_lat.read_ahead(t);
         }
         let next = self.sched.read_ahead(t, cpu);
-        if let Some(task) = next.and_then(|n| self.tasks.get(n)) {
-            crate::prefetch::lines(task, HOT_TASK_BYTES);
+        if let Some(n) = next {
+            if let Some(task) = self.tasks.get(n) {
+                crate::prefetch::lines(task, HOT_TASK_BYTES);
+            }
+            // The task the policy expects to run next closes its wake-up
+            // latency as it starts (`WakeLat::ran`).
+            self.wake_lat.read_ahead(n);
         }
     }
 
