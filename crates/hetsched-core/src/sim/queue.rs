@@ -198,13 +198,12 @@ const SORT_MOVES: usize = 4;
 /// No node: the end of a bucket's list or of the free list.
 const NIL: u32 = u32::MAX;
 
-/// A wheel entry and the next node of its bucket's list (or, unused, of the
-/// free list).
+/// A wheel entry in the pool, alone on its half of a cache line (an entry
+/// of the engine's events is 32 bytes: its key and its payload), so that
+/// writing or reading one touches one line.
 #[derive(Clone, Copy)]
-struct Node<E> {
-    entry: Entry<E>,
-    next: u32,
-}
+#[repr(align(32))]
+struct Slot<E>(Entry<E>);
 
 /// A min-priority queue of events of payload type `E` (see the module doc).
 ///
@@ -213,7 +212,8 @@ struct Node<E> {
 /// `cur` is `open`, sorted by decreasing key (its earliest event last), and
 /// receives no pushes; every other bucket is a list of nodes of `pool`,
 /// headed at `heads[s % SLOTS]`, in no order; a bucket's bit in `occupied`
-/// is set exactly when its list is not empty.
+/// is set exactly when its list is not empty. A node is a slot of `pool`
+/// (its entry) and the same index of `next` (its link).
 ///
 /// The buckets' entries share one pool, whose unused nodes are reused last
 /// freed first: the wheel's memory is about as large as the most events it
@@ -224,8 +224,14 @@ struct Node<E> {
 /// fewer instructions.)
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
-    /// Nodes of the buckets' lists, and unused ones.
-    pool: Vec<Node<E>>,
+    /// The entries of the buckets' lists, and unused slots.
+    pool: Vec<Slot<E>>,
+    /// Per slot of `pool`: the next node of its bucket's list, or of the
+    /// free list. Apart from the entries and dense (4 bytes a node), so that
+    /// a bucket's list is walked without waiting for each entry's line: the
+    /// walk that opens a bucket first follows the links, prefetching the
+    /// entries, then copies them.
+    next: Vec<u32>,
     /// First unused node of `pool` (`NIL`: none).
     free: u32,
     /// First node of each bucket's list (`NIL`: empty), by `s % SLOTS`.
@@ -254,6 +260,7 @@ impl<E: Copy> EventQueue<E> {
         EventQueue {
             heap: BinaryHeap::new(),
             pool: Vec::new(),
+            next: Vec::new(),
             free: NIL,
             heads: vec![NIL; SLOTS].into_boxed_slice(),
             open: Vec::new(),
@@ -278,14 +285,12 @@ impl<E: Copy> EventQueue<E> {
         let s = time.0 >> SLOT_SHIFT;
         if s > self.cur && s - self.cur < SLOTS as u64 {
             let i = (s & MASK) as usize;
-            let node = Node {
-                entry: e,
-                next: self.heads[i],
-            };
+            let head = self.heads[i];
             let n = if self.free != NIL {
                 let n = self.free;
-                self.free = self.pool[n as usize].next;
-                self.pool[n as usize] = node;
+                self.free = self.next[n as usize];
+                self.pool[n as usize] = Slot(e);
+                self.next[n as usize] = head;
                 n
             } else {
                 let n = self.pool.len();
@@ -293,7 +298,8 @@ impl<E: Copy> EventQueue<E> {
                     n < NIL as usize,
                     "more events in the timing wheel than it can index"
                 );
-                self.pool.push(node);
+                self.pool.push(Slot(e));
+                self.next.push(head);
                 n as u32
             };
             self.heads[i] = n;
@@ -374,12 +380,20 @@ impl<E: Copy> EventQueue<E> {
     #[inline]
     fn open_bucket(&mut self, s: u64) {
         let i = (s & MASK) as usize;
-        let mut n = std::mem::replace(&mut self.heads[i], NIL);
+        let head = std::mem::replace(&mut self.heads[i], NIL);
+        // The links first (dense, mostly cached), asking for each entry's
+        // line as it is found: the entries' misses overlap instead of
+        // following one another.
+        let mut n = head;
         while n != NIL {
-            let node = &mut self.pool[n as usize];
-            self.open.push(node.entry);
-            let next = node.next;
-            node.next = self.free;
+            crate::prefetch::lines(&self.pool[n as usize], 1);
+            n = self.next[n as usize];
+        }
+        let mut n = head;
+        while n != NIL {
+            self.open.push(self.pool[n as usize].0);
+            let next = self.next[n as usize];
+            self.next[n as usize] = self.free;
             self.free = n;
             n = next;
         }
@@ -425,9 +439,9 @@ impl<E: Copy> EventQueue<E> {
                     let mut n = self.heads[(s & MASK) as usize];
                     let mut min = None;
                     while n != NIL {
-                        let node = &self.pool[n as usize];
-                        min = Some(min.map_or(node.entry.key, |m: u128| m.min(node.entry.key)));
-                        n = node.next;
+                        let key = self.pool[n as usize].0.key;
+                        min = Some(min.map_or(key, |m: u128| m.min(key)));
+                        n = self.next[n as usize];
                     }
                     min
                 }
