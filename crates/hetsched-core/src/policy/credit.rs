@@ -191,6 +191,26 @@ struct Aash {
     pub grants: Vec<(SimTime, TaskId)>,
 }
 
+/// The entries of one of a `SeqQueue`'s indexes in queue order, with their
+/// keys.
+fn keyed(m: &BTreeMap<u64, TaskId>) -> impl Iterator<Item = (u64, TaskId)> + '_ {
+    m.iter().map(|(&k, &t)| (k, t))
+}
+
+/// The tasks of one of a `SeqQueue`'s indexes after key `k`, in queue order.
+fn after(m: &BTreeMap<u64, TaskId>, k: u64) -> impl Iterator<Item = TaskId> + '_ {
+    m.range((Bound::Excluded(k), Bound::Unbounded))
+        .map(|(_, &t)| t)
+}
+
+/// Set task `t`'s mark in `flags` to `on` (growing it); whether it changed.
+fn set_flag(flags: &mut Vec<bool>, t: TaskId, on: bool) -> bool {
+    if flags.len() <= t {
+        flags.resize(t + 1, false);
+    }
+    std::mem::replace(&mut flags[t], on) != on
+}
+
 /// Spacing of consecutive keys of a `SeqQueue` (room for insertions
 /// between two entries before the keys must be spread again).
 const SEQ_GAP: u64 = 1 << 20;
@@ -242,32 +262,28 @@ impl SeqQueue {
 
     /// Tasks in queue order, with their keys.
     fn iter(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
-        self.by_seq.iter().map(|(&k, &t)| (k, t))
+        keyed(&self.by_seq)
     }
 
     /// Active tasks (as marked), in queue order, with their keys.
     fn iter_live(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
-        self.live.iter().map(|(&k, &t)| (k, t))
+        keyed(&self.live)
     }
 
     /// Active tasks (as marked) after key `k`, in queue order.
     fn after_live(&self, k: u64) -> impl Iterator<Item = TaskId> + '_ {
-        self.live
-            .range((Bound::Excluded(k), Bound::Unbounded))
-            .map(|(_, &t)| t)
+        after(&self.live, k)
     }
 
     /// Active tasks (as marked) that are not held, in queue order, with
     /// their keys: [`SeqQueue::iter_live`] without the held ones.
     fn iter_free(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
-        self.free.iter().map(|(&k, &t)| (k, t))
+        keyed(&self.free)
     }
 
     /// Active tasks (as marked) that are not held, after key `k`.
     fn after_free(&self, k: u64) -> impl Iterator<Item = TaskId> + '_ {
-        self.free
-            .range((Bound::Excluded(k), Bound::Unbounded))
-            .map(|(_, &t)| t)
+        after(&self.free, k)
     }
 
     fn live(&self, t: TaskId) -> bool {
@@ -280,13 +296,9 @@ impl SeqQueue {
 
     /// Mark `t` held or not.
     fn set_held(&mut self, t: TaskId, on: bool) {
-        if self.is_held.len() <= t {
-            self.is_held.resize(t + 1, false);
-        }
-        if self.is_held[t] == on {
+        if !set_flag(&mut self.is_held, t, on) {
             return;
         }
-        self.is_held[t] = on;
         if let Some(k) = self.key(t).filter(|_| self.live(t)) {
             if on {
                 self.free.remove(&k);
@@ -298,13 +310,9 @@ impl SeqQueue {
 
     /// Mark `t` active or not.
     fn set_live(&mut self, t: TaskId, on: bool) {
-        if self.is_live.len() <= t {
-            self.is_live.resize(t + 1, false);
-        }
-        if self.is_live[t] == on {
+        if !set_flag(&mut self.is_live, t, on) {
             return;
         }
-        self.is_live[t] = on;
         if let Some(k) = self.key(t) {
             let free = !self.held(t);
             if on {
