@@ -36,14 +36,17 @@ def raw() -> str:
 
 
 def test_long_tables_come_in_pieces_that_read_as_one_document(raw: str) -> None:
-    # 9003 task rows: three pieces of at most 4096, each on a line of its own.
-    assert raw.count("\n") == 4
+    # 9003 task rows: three pieces of at most 4096, each on a line of its own
+    # (4 newlines); the short programs table is one piece on its own line (2).
+    assert raw.count("\n") == 6
     whole = json.loads(raw)  # still one valid JSON document
     assert len(whole["tasks"]) == 9003
     doc = R._parse_results(raw)
     # The long tasks table is located, not parsed, until it is read.
     assert isinstance(doc["tasks"], R._Pieces) and len(doc["tasks"].spans) == 3
+    assert isinstance(doc["programs"], R._Pieces) and len(doc["programs"].spans) == 1
     doc["tasks"] = doc["tasks"].rows()
+    doc["programs"] = doc["programs"].rows()
     assert doc == whole
     res = hetsched.Results(raw)
     assert isinstance(res._records["tasks"], R._Pieces)
@@ -61,8 +64,9 @@ def test_the_core_hands_the_text_over_as_bytes_read_like_the_text(raw: str) -> N
     from_text = R._parse_results(raw)
     assert isinstance(from_bytes["tasks"], R._Pieces)
     assert from_bytes["tasks"].spans == from_text["tasks"].spans
-    from_bytes["tasks"] = from_bytes["tasks"].rows()
-    from_text["tasks"] = from_text["tasks"].rows()
+    for name in R.LAZY_TABLES:
+        from_bytes[name] = from_bytes[name].rows()
+        from_text[name] = from_text[name].rows()
     assert from_bytes == from_text
     a, b = hetsched.Results(raw.encode("utf-8")), hetsched.Results(raw)
     assert a.summary == b.summary and a.raw_json == b.raw_json

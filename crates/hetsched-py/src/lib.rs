@@ -1134,10 +1134,12 @@ fn bytes_of(py: Python<'_>, mut text: Vec<u8>) -> PyResult<PyObject> {
     Ok(obj.unbind())
 }
 
-/// Rows of one piece of a long table in the results text: pieces are
-/// separated by a newline (compact JSON has none of its own), so that the
-/// Python side converts a long table piece by piece and Ctrl-C is answered
-/// between pieces. A table of at most this many rows is written as one.
+/// Rows of one piece of a table in the results text: pieces are separated
+/// by a newline (compact JSON has none of its own), so that the Python side
+/// converts a long table piece by piece and Ctrl-C is answered between
+/// pieces, and leaves the tasks and programs tables as text until they are
+/// read (`hetsched.results._Pieces`). A table of at most this many rows is
+/// one piece.
 const PIECE_ROWS: usize = 4096;
 
 /// Rows a table of partial results (an interrupted run) may have: converting
@@ -1245,14 +1247,19 @@ impl std::io::Write for Checked<'_> {
     }
 }
 
-/// Write `rows` as a JSON array: one piece, or pieces of `PIECE_ROWS` rows
-/// each on a line of its own (`[`, newline, rows, newline, ..., `]`).
+/// Write `rows` as a JSON array of pieces of at most `PIECE_ROWS` rows, each
+/// on a line of its own (`[`, newline, rows, newline, ..., `]`); `[]` when
+/// there are none. Every table gets its own lines, not only the long ones:
+/// a run of a few thousand tasks whose tables nobody reads (a sweep's, or a
+/// caller's who wants the summary) then parses none of them (the tasks
+/// table of `bench/standard.toml`'s 2 000 threads cost more to parse than a
+/// simulated second).
 fn write_rows<T: serde::Serialize>(
     w: &mut Checked<'_>,
     rows: &[T],
 ) -> Result<(), serde_json::Error> {
     use std::io::Write;
-    if rows.len() <= PIECE_ROWS {
+    if rows.is_empty() {
         return serde_json::to_writer(&mut *w, rows);
     }
     let io = serde_json::Error::io;
