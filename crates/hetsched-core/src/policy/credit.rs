@@ -265,27 +265,6 @@ impl SeqQueue {
         keyed(&self.by_seq)
     }
 
-    /// Active tasks (as marked), in queue order, with their keys.
-    fn iter_live(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
-        keyed(&self.live)
-    }
-
-    /// Active tasks (as marked) after key `k`, in queue order.
-    fn after_live(&self, k: u64) -> impl Iterator<Item = TaskId> + '_ {
-        after(&self.live, k)
-    }
-
-    /// Active tasks (as marked) that are not held, in queue order, with
-    /// their keys: [`SeqQueue::iter_live`] without the held ones.
-    fn iter_free(&self) -> impl Iterator<Item = (u64, TaskId)> + '_ {
-        keyed(&self.free)
-    }
-
-    /// Active tasks (as marked) that are not held, after key `k`.
-    fn after_free(&self, k: u64) -> impl Iterator<Item = TaskId> + '_ {
-        after(&self.free, k)
-    }
-
     fn live(&self, t: TaskId) -> bool {
         self.is_live.get(t).copied().unwrap_or(false)
     }
@@ -1379,23 +1358,12 @@ impl Credit {
     /// entries, less the ones it would step over.
     fn take_from(cx: &Ctx, q: &mut SeqQueue, skip: &[bool], skip_holders: bool) -> Option<TaskId> {
         let skip = |t: TaskId| skip.get(t).copied().unwrap_or(false);
-        // Only active tasks can be taken: walk the entries marked so.
-        let (free, live) = if skip_holders {
-            (Some(q.iter_free()), None)
-        } else {
-            (None, Some(q.iter_live()))
-        };
-        let after = |k: u64| {
-            let (free, live) = if skip_holders {
-                (Some(q.after_free(k)), None)
-            } else {
-                (None, Some(q.after_live(k)))
-            };
-            free.into_iter().flatten().chain(live.into_iter().flatten())
-        };
+        // Only active tasks can be taken: walk the entries marked so (and,
+        // skipping holders, not held).
+        let index = if skip_holders { &q.free } else { &q.live };
         // (recipient, the slow vCPU whose place it takes)
         let mut pick: Option<(TaskId, Option<TaskId>)> = None;
-        for (k, t) in free.into_iter().flatten().chain(live.into_iter().flatten()) {
+        for (k, t) in keyed(index) {
             debug_assert!(
                 !skip_holders || !q.held(t),
                 "held task {t} in the free index"
@@ -1410,7 +1378,7 @@ impl Credit {
             if let Some(v) = cx.vcpu(t).filter(|v| v.aware) {
                 // Swap with a fast vCPU of the same VM further down (one
                 // nearer the head would have been taken already).
-                let u = after(k).find(|&u| {
+                let u = after(index, k).find(|&u| {
                     !skip(u) && Self::eligible(cx, u) && cx.vcpu(u).is_some_and(|w| w.vm == v.vm)
                 });
                 if let Some(u) = u {
@@ -2161,7 +2129,7 @@ impl Credit {
 #[cfg(test)]
 mod tests {
     use super::next_cyclic;
-    use super::SeqQueue;
+    use super::{after, keyed, SeqQueue};
     use std::collections::VecDeque;
 
     /// `SeqQueue` against a `VecDeque` doing the same pushes, removals and
@@ -2185,6 +2153,7 @@ mod tests {
             let mut model: VecDeque<usize> = VecDeque::new();
             let ntasks = 50u64;
             let mut live = vec![false; ntasks as usize];
+            let mut held = vec![false; ntasks as usize];
             for step in 0..5000 {
                 let t = rnd(ntasks) as usize;
                 match (model.contains(&t), rnd(3)) {
@@ -2217,17 +2186,28 @@ mod tests {
                 }
                 let got: Vec<usize> = q.iter().map(|(_, t)| t).collect();
                 assert_eq!(got, Vec::from(model.clone()), "step {step}");
-                let got_live: Vec<usize> = q.iter_live().map(|(_, t)| t).collect();
+                // And held or not: the free index is the active entries
+                // that are not held, in the same order.
+                if rnd(3) == 0 {
+                    let u = rnd(ntasks) as usize;
+                    held[u] = !held[u];
+                    q.set_held(u, held[u]);
+                }
+                let got_live: Vec<usize> = keyed(&q.live).map(|(_, t)| t).collect();
                 let want_live: Vec<usize> = model.iter().copied().filter(|&t| live[t]).collect();
                 assert_eq!(got_live, want_live, "step {step}: active entries");
+                let got_free: Vec<usize> = keyed(&q.free).map(|(_, t)| t).collect();
+                let want_free: Vec<usize> =
+                    want_live.iter().copied().filter(|&t| !held[t]).collect();
+                assert_eq!(got_free, want_free, "step {step}: active entries not held");
                 if let Some(&(k, _)) = q.iter().collect::<Vec<_>>().get(model.len() / 2) {
-                    let after: Vec<usize> = q.after_live(k).collect();
+                    let got_after: Vec<usize> = after(&q.live, k).collect();
                     let want: Vec<usize> = q
                         .iter()
                         .filter(|&(j, t)| j > k && live[t])
                         .map(|(_, t)| t)
                         .collect();
-                    assert_eq!(after, want, "step {step}: active entries after {k}");
+                    assert_eq!(got_after, want, "step {step}: active entries after {k}");
                 }
                 for t in 0..ntasks as usize {
                     assert_eq!(q.contains(t), model.contains(&t), "step {step}, task {t}");
