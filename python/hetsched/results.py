@@ -133,23 +133,24 @@ class Results:
     labels: dict[str, Any]
 
     def __init__(self, raw_json: str | bytes) -> None:
-        self._init(_parse_results(raw_json), raw_json)
+        # Read and kept as UTF-8 bytes, the form the core hands over.
+        raw = raw_json.encode("utf-8") if isinstance(raw_json, str) else raw_json
+        self._init(_parse_results(raw), raw)
 
     @property
     def raw_json(self) -> str:
         """The JSON text these results were built from."""
-        raw = self._raw
-        return raw if isinstance(raw, str) else raw.decode("utf-8")
+        return self._raw.decode("utf-8")
 
     @classmethod
     def _from_document(cls, data: dict[str, Any]) -> Results:
         res = cls.__new__(cls)
         # A long table still as text (`_Pieces`) is written out as its rows.
         text = json.dumps(data, separators=(",", ":"), default=_pieces_rows)
-        res._init(data, text)
+        res._init(data, text.encode("utf-8"))
         return res
 
-    def _init(self, data: Any, raw_json: str | bytes) -> None:
+    def _init(self, data: Any, raw_json: bytes) -> None:
         if not isinstance(data, dict):
             raise ValueError("results JSON must be an object")
         self._raw = raw_json
@@ -608,13 +609,16 @@ class ConversionInterrupted(KeyboardInterrupt):
 
 
 def _parse_results(raw: str | bytes) -> Any:
-    """The results document in ``raw`` (text, or UTF-8 bytes as the core
-    hands it over). The core writes a table of more than a few thousand rows
-    in pieces, each on a line of its own (compact JSON has no newline
-    otherwise): the rest of the document is read first, then the pieces one
-    by one, so that Ctrl-C is answered between pieces
-    (:class:`ConversionInterrupted`)."""
-    if _Marks.of(raw).nl not in raw:
+    """The results document in ``raw`` (UTF-8 bytes as the core hands it
+    over, or text, read as its UTF-8 bytes). The core writes each table of
+    rows in pieces of a few thousand rows, each on a line of its own
+    (compact JSON has no newline otherwise): the rest of the document is
+    read first, then the pieces one by one, so that Ctrl-C is answered
+    between pieces (:class:`ConversionInterrupted`), and the long tables
+    stay text until read (:data:`LAZY_TABLES`)."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if b"\n" not in raw:
         return json.loads(raw)
     # Millions of small containers: the cyclic garbage collector would walk
     # them again and again while they are made (they hold no cycles).
@@ -630,49 +634,29 @@ def _parse_results(raw: str | bytes) -> Any:
 #: Long tables left as text until read (see :meth:`Results._rows`).
 LAZY_TABLES = ("tasks", "programs")
 
-
-class _Marks:
-    """The characters :func:`_parse_pieces` looks for, as text or as bytes
-    (the same code reads a results text and the core's UTF-8 bytes)."""
-
-    __slots__ = ("close", "comma", "empty", "key", "nl", "open")
-
-    def __init__(self, kind: type) -> None:
-        def mark(t: str) -> Any:
-            return t if kind is str else t.encode()
-
-        self.nl, self.open, self.close, self.comma = (mark(t) for t in "\n[],")
-        self.empty = mark("")
-        self.key = re.compile(mark(r'"([^"\\]+)":\[$'))
-
-    @staticmethod
-    def of(raw: str | bytes) -> _Marks:
-        return _TEXT_MARKS if isinstance(raw, str) else _BYTE_MARKS
-
-
-_TEXT_MARKS = _Marks(str)
-_BYTE_MARKS = _Marks(bytes)
+#: The last line of a document's text before a table's pieces: its key.
+_TABLE_KEY = re.compile(rb'"([^"\\]+)":\[$')
 
 
 class _Pieces:
     """A long table of a results text, not parsed yet: where its pieces
-    (each a line of comma-separated rows) lie in the text. Holds the text,
-    which the results keep anyway (``raw_json``), not a copy of it."""
+    (each a line of comma-separated rows) lie in the text's UTF-8 bytes.
+    Holds the bytes, which the results keep anyway (``raw_json``), not a
+    copy of them."""
 
     __slots__ = ("raw", "spans")
 
-    def __init__(self, raw: str | bytes, spans: list[tuple[int, int]]) -> None:
+    def __init__(self, raw: bytes, spans: list[tuple[int, int]]) -> None:
         self.raw = raw
         self.spans = spans
 
     def rows(self) -> list[Any]:
-        m = _Marks.of(self.raw)
         collecting = gc.isenabled()
         gc.disable()  # millions of small containers without cycles
         try:
             rows: list[Any] = []
             for a, b in self.spans:
-                rows.extend(json.loads(m.open + self.raw[a:b] + m.close))
+                rows.extend(json.loads(b"[" + self.raw[a:b] + b"]"))
             return rows
         finally:
             if collecting:
@@ -686,16 +670,15 @@ def _pieces_rows(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-def _parse_pieces(raw: str | bytes) -> Any:
+def _parse_pieces(raw: bytes) -> Any:
     # Line by line without splitting the text: a long table's pieces are
     # located, not copied.
-    m = _Marks.of(raw)
-    skeleton: list[Any] = []
+    skeleton: list[bytes] = []
     tables: list[tuple[str, list[tuple[int, int]]]] = []
     pos, n = 0, len(raw)
 
     def next_line(at: int) -> tuple[int, int]:
-        end = raw.find(m.nl, at)
+        end = raw.find(b"\n", at)
         return (at, n) if end < 0 else (at, end)
 
     while pos <= n:
@@ -703,17 +686,16 @@ def _parse_pieces(raw: str | bytes) -> Any:
         line = raw[a:b]
         skeleton.append(line)
         pos = b + 1
-        key = m.key.search(line) if line.endswith(m.open) else None
+        key = _TABLE_KEY.search(line) if line.endswith(b"[") else None
         if key is None:
             continue
         spans: list[tuple[int, int]] = []
-        while pos <= n and not raw.startswith(m.close, pos):
+        while pos <= n and not raw.startswith(b"]", pos):
             a, b = next_line(pos)
-            spans.append((a, b - 1 if raw[b - 1 : b] == m.comma else b))
+            spans.append((a, b - 1 if raw[b - 1 : b] == b"," else b))
             pos = b + 1
-        name = key[1]
-        tables.append((name if isinstance(name, str) else name.decode(), spans))
-    doc = json.loads(m.empty.join(skeleton))
+        tables.append((key[1].decode("utf-8"), spans))
+    doc = json.loads(b"".join(skeleton))
     if not isinstance(doc, dict):
         raise ValueError("results JSON must be an object")
     done: list[str] = []
