@@ -3,20 +3,23 @@ RK3399 (4 Cortex-A53 + 2 Cortex-A72) read from its device tree, running
 rt-app's tutorial task (20 ms of CPU0's work, then 80 ms of sleep) with
 schedutil.
 
+Utilisation is the kernel's PELT on each CPU's PELT clock, which runs at
+the CPU's present capacity: a burst run slowly counts as the work it did.
+
 Today's `eas` (cfs, no util_est, fit checks against the capacity at the
 present P-state): the task's utilisation decays over each 80 ms sleep, it
 wakes on a LITTLE core running slowly and becomes a misfit part-way through
-many bursts, moving to a big core; it costs more energy than `cfs`, which
+every burst, moving to a big core; it costs more energy than `cfs`, which
 keeps it on one LITTLE core.
 
 With util_est (`eevdf[eas=true]`, `linux`) the task wakes with the
-utilisation of its last burst: it stays on a LITTLE core (a new task counts
-as 0 while its first CPU is chosen and then as half that CPU's capacity, as
-in the kernel), and schedutil raises the frequency at the wake-up, so each
-burst takes about a third less time. For the same work (25 bursts) `linux`
-uses the energy `cfs` uses and finishes sooner; over a fixed 4 s it
-completes more bursts and so uses more energy (docs/eevdf.md has the
-numbers)."""
+utilisation its last burst reached (about 166): it stays on a LITTLE core (a
+new task counts as 0 while its first CPU is chosen and then as half that
+CPU's capacity, as in the kernel), and schedutil runs its bursts at 816 MHz
+(1.25 × 166 / 381 of 1416 MHz is 771 MHz), where `cfs` runs them at 408 and
+600 MHz. 816 MHz needs 0.85 V against 0.8 V, so for the same work (25
+bursts) `linux` finishes sooner and uses more energy than `cfs` (the energy
+per cycle goes with V²); docs/eevdf.md has the numbers."""
 
 from __future__ import annotations
 
@@ -80,15 +83,15 @@ def test_rk3399_tutorial_misfits_without_util_est_and_not_with_it() -> None:
 
     # cfs: one LITTLE core, never moved.
     assert cfs.summary["migrations"] == 0 and _big_share(cfs) == 0.0
-    # Today's eas: misfit migrations within the bursts (27 bursts in 4 s),
-    # time on the big cores, more energy than cfs.
-    assert today.summary["migrations"] >= 20, today.summary["migrations"]
+    # Today's eas: a misfit within every burst, there and back (about 30
+    # bursts in 4 s), time on the big cores, more energy than cfs.
+    assert today.summary["migrations"] >= 50, today.summary["migrations"]
     assert _big_share(today) > 0.0
     assert energy["eas"] > 1.05 * energy["cfs"], energy
     # With util_est: placed on a LITTLE core from the start (a new task
     # counts as 0 while its CPU is chosen, then as half that CPU's
     # capacity), never a misfit; schedutil sees the estimate, so the bursts
-    # run faster (about a fifth less CPU time than cfs's over 4 s).
+    # run faster (about a third less CPU time than cfs's over 4 s).
     assert not with_est.warnings and not linux.warnings
     assert with_est.summary["migrations"] == 0, with_est.summary["migrations"]
     assert _big_share(with_est) == 0.0
@@ -99,18 +102,28 @@ def test_rk3399_tutorial_misfits_without_util_est_and_not_with_it() -> None:
 
 
 @needs_real
-def test_rk3399_linux_uses_cfs_energy_for_the_same_work() -> None:
+def test_rk3399_linux_runs_the_bursts_at_816_mhz_for_more_energy() -> None:
     # 25 bursts to completion: the same work. cfs runs each burst at 408 and
-    # 600 MHz, linux at 600 MHz (util_est raises the frequency at the
-    # wake-up); both are 0.8 V P-states, and the energy model is dynamic
-    # power only, so the energy per cycle is the same: equal energy, and
-    # linux finishes about half a second sooner.
+    # 600 MHz (0.8 V); linux, once util_est has settled, at 816 MHz (0.85 V),
+    # whose energy per cycle is (0.85 / 0.8)² = 1.13 times as much (the
+    # energy model is dynamic power only). The first bursts after the slow
+    # first one run higher still (the EWMA starts at the first burst's
+    # utilisation and falls by a quarter of the difference per burst).
     cfs = _run("cfs", loops=25)
     linux = _run("linux", loops=25)
-    assert linux.summary["energy_j"] == pytest.approx(cfs.summary["energy_j"], rel=1e-6)
-    assert linux.summary["makespan_s"] < cfs.summary["makespan_s"] - 0.3
-    # Over a fixed 4 s it completes more bursts, so it uses more energy.
-    assert _run("linux").summary["energy_j"] > _run("cfs").summary["energy_j"]
+    ratio = linux.summary["energy_j"] / cfs.summary["energy_j"]
+    assert 1.13 < ratio < 1.4, ratio
+    assert linux.summary["makespan_s"] < cfs.summary["makespan_s"] - 0.5
+    # The wake-up requests of the last bursts: 816 MHz.
+    wl = rtapp.load_rtapp(TUTORIAL)
+    scn = wl.scenario(machine=_machine(), scheduler="linux", duration_s=4.0)
+    scn["governor"] = "schedutil"
+    scn["stop_when_done"] = False
+    trace = json.loads(hetsched.run(scn, trace=True).raw_json)["trace"]
+    wakes = [e["t_ns"] for e in trace if e["type"] == "wake"]
+    freqs = sorted((e["t_ns"], e["mhz"]) for e in trace if e["type"] == "freq" and e["domain"] == 0)
+    at_wake = [next(m for t, m in freqs if t >= w) for w in wakes[-10:-1]]
+    assert at_wake == [816] * len(at_wake), at_wake
 
 
 @needs_real

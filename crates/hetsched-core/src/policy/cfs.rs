@@ -452,11 +452,11 @@ impl Scheduler for Cfs {
         };
         if self.cap.track {
             // Untracked, the load record is never read: not touched either.
-            self.cap.first_seen(t, now);
+            self.cap.first_seen(cx, t, cpu);
         }
         self.renormalise(t, cpu);
         if self.cap.track && !first {
-            self.cap.update(cx, t, None);
+            self.cap.update(cx, t, cpu, false);
         }
         self.cap.est_enqueue(cx, t, cpu);
         let min_vr = self.rqs[cpu].min_vruntime;
@@ -505,7 +505,10 @@ impl Scheduler for Cfs {
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: CpuId) -> Option<TaskId> {
-        let (_, t) = self.rqs[cpu].timeline.pop_first()?;
+        let Some((_, t)) = self.rqs[cpu].timeline.pop_first() else {
+            self.cap.cpu_idle(cx, cpu);
+            return None;
+        };
         let now = cx.now;
         {
             let se = &mut self.se[t];
@@ -516,7 +519,7 @@ impl Scheduler for Cfs {
         self.rqs[cpu].curr = Some(t);
         self.update_min_vruntime(cpu);
         if self.cap.track {
-            self.cap.update(cx, t, None); // it waited, runnable, until now
+            self.cap.update(cx, t, cpu, false); // it waited, runnable, until now
         }
         self.sync_tick(cx, cpu);
         Some(t)
@@ -542,8 +545,9 @@ impl Scheduler for Cfs {
         next
     }
 
-    fn running(&mut self, _cx: &mut Ctx, _t: TaskId, cpu: CpuId) {
+    fn running(&mut self, cx: &mut Ctx, _t: TaskId, cpu: CpuId) {
         self.bal.touch(cpu); // busy now: `idlest` re-keys it
+        self.cap.cpu_run(cx, cpu);
     }
 
     fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, runnable: bool) {
@@ -552,7 +556,7 @@ impl Scheduler for Cfs {
         self.update_curr(cpu, now);
         if runnable {
             if self.cap.track {
-                self.cap.update(cx, t, Some(cpu));
+                self.cap.update(cx, t, cpu, true);
             }
         } else {
             self.cap.sleep(cx, t, cpu);
@@ -573,7 +577,7 @@ impl Scheduler for Cfs {
             return;
         }
         if self.cap.track {
-            self.cap.update(cx, t, Some(cpu));
+            self.cap.update(cx, t, cpu, true);
         }
         if self.cap.capacity_aware {
             // Misfit: the task no longer fits this CPU.

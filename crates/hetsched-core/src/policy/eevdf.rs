@@ -1378,9 +1378,9 @@ impl Scheduler for Eevdf {
                 se.weight = weight;
             }
         }
-        let first = self.cap.first_seen(t, now);
+        let first = self.cap.first_seen(cx, t, cpu);
         if self.cap.track && !first {
-            self.cap.update(cx, t, None);
+            self.cap.update(cx, t, cpu, false);
         }
         if first && self.cap.track {
             // `post_init_entity_util_avg` on the CPU it was placed on.
@@ -1469,8 +1469,10 @@ impl Scheduler for Eevdf {
         self.purge_exited(cx, cpu);
         let prev = self.rqs[cpu].prev;
         let picked = self.pick_entity(cpu, cx.now);
-        if let Some(t) = picked.filter(|_| self.cap.track) {
-            self.cap.update(cx, t, None); // it waited, runnable, until now
+        match picked {
+            Some(t) if self.cap.track => self.cap.update(cx, t, cpu, false), // it waited until now
+            Some(_) => {}
+            None => self.cap.cpu_idle(cx, cpu),
         }
         self.sync_tick(cx, cpu);
         // `__schedule` clears the slice-end timer; a switch to another task
@@ -1501,15 +1503,16 @@ impl Scheduler for Eevdf {
         None
     }
 
-    fn running(&mut self, _cx: &mut Ctx, _t: TaskId, cpu: CpuId) {
+    fn running(&mut self, cx: &mut Ctx, _t: TaskId, cpu: CpuId) {
         self.bal.touch(cpu); // busy now: `idlest` re-keys it
+        self.cap.cpu_run(cx, cpu);
     }
 
     fn stopping(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId, runnable: bool) {
         self.bal.touch(cpu);
         if runnable {
             if self.cap.track {
-                self.cap.update(cx, t, Some(cpu));
+                self.cap.update(cx, t, cpu, true);
             }
         } else {
             self.cap.sleep(cx, t, cpu);
@@ -1557,7 +1560,7 @@ impl Scheduler for Eevdf {
             return;
         }
         if self.cap.track {
-            self.cap.update(cx, t, Some(cpu));
+            self.cap.update(cx, t, cpu, true);
         }
         if self.cap.capacity_aware {
             // Misfit: the task no longer fits this CPU.

@@ -23,6 +23,7 @@ use super::{Ctx, EnqFlags};
 use crate::hw::{CpuId, Machine};
 
 pub(in crate::policy) mod cap;
+pub(in crate::policy) mod pelt;
 use crate::os::TaskId;
 use crate::time::SimTime;
 use std::collections::BTreeSet;

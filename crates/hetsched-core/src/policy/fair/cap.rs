@@ -1,9 +1,10 @@
 //! Load tracking and what it drives, shared by `cfs` (and its
 //! `capacity-aware` and `eas` entries) and `eevdf`:
 //!
-//! * PELT utilisation per task (`util_avg`): a geometric average with a
-//!   32 ms half-life of the capacity the task used, 1024 = the biggest CPU
-//!   at its highest P-state (capacity and frequency invariant);
+//! * PELT utilisation per task (`util_avg`, [`super::pelt`]): a geometric
+//!   average with a 32-period half-life (periods of 1024 × 1024 ns) of the
+//!   capacity the task used, 1024 = the biggest CPU at its highest P-state
+//!   (capacity and frequency invariant), in the kernel's integer steps;
 //! * **util_est** (kernel/sched/fair.c of Linux 6.x, `util_est_update`,
 //!   `util_est_enqueue`/`util_est_dequeue`, `task_util_est`, `cpu_util`): at
 //!   each dequeue for sleep the task's EWMA is updated with its `util_avg`
@@ -44,17 +45,14 @@
 //! sees no host governor (as a Linux guest does not).
 
 use super::super::Ctx;
+use super::pelt::{Pelt, PeltClock, SATURATED_SUM};
 use super::CpuBits;
 use crate::hw::{CpuId, Machine};
 use crate::os::TaskId;
-use crate::time::SimTime;
 
 /// A CPU is over-utilised above this fraction of its capacity; EAS is off
 /// while any CPU is (the kernel's `cpu_overutilized`, 80%).
 pub(in crate::policy) const OVERUTIL: f64 = 0.8;
-/// PELT half-life (ms): a contribution loses half its weight every 32 ms
-/// (the kernel's `LOAD_AVG_PERIOD`).
-pub(in crate::policy) const PELT_HALFLIFE_MS: f64 = 32.0;
 /// A task fits a CPU when its utilisation × 1.25 is below the capacity
 /// (the kernel's `fits_capacity`, a 20% margin).
 pub(in crate::policy) const FIT_MARGIN: f64 = 1.25;
@@ -234,11 +232,6 @@ fn cyclic_bits(words: &[u64], start: usize) -> impl Iterator<Item = usize> + '_ 
         .flat_map(|(i, w)| crate::os::word_bits(i, w))
 }
 
-/// Decay factor of PELT over `dt`.
-pub(in crate::policy) fn pelt_decay(dt: SimTime) -> f64 {
-    0.5f64.powf(dt.0 as f64 * 1e-6 / PELT_HALFLIFE_MS)
-}
-
 /// One step of `util_est_update`: the EWMA after a dequeue for sleep with
 /// utilisation `dequeued`. Raised to `dequeued` when that is higher; kept
 /// within `UTIL_EST_MARGIN`; otherwise `ewma − (ewma − dequeued) / 4` in the
@@ -259,10 +252,11 @@ pub(in crate::policy) fn util_est_ewma(ewma: u32, dequeued: u32) -> u32 {
 /// Per-task load tracking.
 #[derive(Clone, Debug, Default)]
 struct Load {
-    /// PELT utilisation, 0..1024.
-    util: f64,
-    /// When `util` was last brought up to date.
-    util_at: SimTime,
+    /// PELT utilisation (`se.avg`), in the kernel's arithmetic, on the
+    /// PELT clock of `pelt_cpu`.
+    pelt: Pelt,
+    /// The CPU whose runqueue the signal is attached to.
+    pelt_cpu: Option<CpuId>,
     seen: bool,
     /// util_est's EWMA.
     ewma: u32,
@@ -333,6 +327,11 @@ pub(in crate::policy) struct CapAware {
     /// asked for by [`CapAware::update`], and that capacity (`Ctx::capacity`
     /// depends on the CPU and its frequency alone).
     cap_at: Vec<Option<(u32, u32)>>,
+    /// Per CPU: its PELT clock.
+    clocks: Vec<PeltClock>,
+    /// Per CPU: `util_sum` of the task that last ran there, when it
+    /// stopped (whether the CPU is saturated when it goes idle).
+    last_sum: Vec<u64>,
     /// Publish the sums for `schedutil` (util_est on and the governor is
     /// `schedutil`).
     publish: bool,
@@ -370,6 +369,8 @@ impl CapAware {
             load: Vec::new(),
             rq_est: vec![0; n],
             cap_at: vec![None; n],
+            clocks: vec![PeltClock::default(); n],
+            last_sum: vec![0; n],
             publish: false,
             uc_used: false,
             uc_any: true,
@@ -440,19 +441,51 @@ impl CapAware {
         }
     }
 
-    /// First enqueue of `t`: a new task starts at half the scale (with
-    /// `post_init_util`, the scheduler then calls [`CapAware::post_init`]).
-    /// Whether it was the first.
+    /// First enqueue of `t`, on `cpu`: a new task starts at half the scale
+    /// (with `post_init_util`, the scheduler then calls
+    /// [`CapAware::post_init`]). Whether it was the first.
     #[inline]
-    pub(in crate::policy) fn first_seen(&mut self, t: TaskId, now: SimTime) -> bool {
-        let l = self.at(t);
-        if l.seen {
+    pub(in crate::policy) fn first_seen(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId) -> bool {
+        if self.load.get(t).is_some_and(|l| l.seen) {
             return false;
         }
+        let now = self.clock_now(cx, cpu);
+        let l = self.at(t);
         l.seen = true;
-        l.util = NEW_TASK_UTIL;
-        l.util_at = now;
+        l.pelt = Pelt::start(now, NEW_TASK_UTIL as u32);
+        l.pelt_cpu = Some(cpu);
         true
+    }
+
+    /// `rq_clock_pelt` of `cpu` now.
+    #[inline]
+    fn clock_now(&self, cx: &Ctx, cpu: CpuId) -> u64 {
+        let cap = match self.cap_at.get(cpu).copied().flatten() {
+            Some((mhz, cap)) if mhz == cx.cpu_mhz(cpu) => cap,
+            _ => cx.capacity(cpu),
+        };
+        self.clocks[cpu].now(cx.now.0, cap)
+    }
+
+    /// A task starts running on `cpu` (its PELT clock runs at the CPU's
+    /// capacity from now on).
+    #[inline]
+    pub(in crate::policy) fn cpu_run(&mut self, cx: &Ctx, cpu: CpuId) {
+        if self.track {
+            let cap = self.capacity_now(cx, cpu);
+            self.clocks[cpu].run(cx.now.0, cap);
+        }
+    }
+
+    /// `cpu` goes idle (`update_idle_rq_clock_pelt`): its PELT clock
+    /// catches up with real time, unless the CPU was saturated.
+    #[inline]
+    pub(in crate::policy) fn cpu_idle(&mut self, cx: &Ctx, cpu: CpuId) {
+        if self.track {
+            let cap = self.capacity_now(cx, cpu);
+            let saturated = self.last_sum[cpu] >= SATURATED_SUM;
+            self.clocks[cpu].idle(cx.now.0, cap, saturated);
+        }
     }
 
     /// `post_init_entity_util_avg` for new task `t` of weight `weight`
@@ -479,23 +512,44 @@ impl CapAware {
         } else {
             half
         };
+        let now = self.clock_now(cx, cpu);
         let l = self.at(t);
-        l.util = util.floor(); // the kernel's util_avg is an integer
-        l.util_at = cx.now;
+        l.pelt = Pelt::start(now, util.floor() as u32); // an integer, as the kernel's
+        l.pelt_cpu = Some(cpu);
     }
 
-    /// Bring `t`'s utilisation up to `now`; `running_on` is the CPU it ran on
-    /// since the last update, if it ran.
-    pub(in crate::policy) fn update(&mut self, cx: &Ctx, t: TaskId, running_on: Option<CpuId>) {
-        let now = cx.now;
-        let contrib = match running_on {
-            Some(c) => self.capacity_now(cx, c) as f64,
-            None => 0.0,
-        };
+    /// Bring `t`'s utilisation up to now on `cpu`, its runqueue; `running`:
+    /// it ran there since the last update (else it waited or slept). A
+    /// task that comes to `cpu` from another runqueue is first brought up
+    /// to date there (`remove_entity_load_avg`), then attached at `cpu`'s
+    /// clock and point in the period (`attach_entity_load_avg`).
+    #[inline]
+    pub(in crate::policy) fn update(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId, running: bool) {
+        let cap = self.capacity_now(cx, cpu);
+        let now = self.clocks[cpu].now(cx.now.0, cap);
+        if t >= self.load.len() || self.load[t].pelt_cpu != Some(cpu) {
+            self.attach(cx, t, cpu, now);
+        }
+        let l = &mut self.load[t];
+        l.pelt.update(now, running);
+        if running {
+            self.last_sum[cpu] = l.pelt.util_sum();
+        }
+    }
+
+    /// `t` comes to `cpu`'s runqueue, whose PELT clock reads `now`: brought
+    /// up to date on the runqueue it leaves, then attached at `cpu`'s point
+    /// in the period.
+    #[inline(never)]
+    fn attach(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId, now: u64) {
+        let from = self.at(t).pelt_cpu;
+        let old = from.map(|c| self.clock_now(cx, c));
         let l = self.at(t);
-        let decay = pelt_decay(now.since(l.util_at));
-        l.util = l.util * decay + contrib * (1.0 - decay);
-        l.util_at = now;
+        if let Some(old) = old {
+            l.pelt.update(old, false);
+        }
+        l.pelt = Pelt::start(now, l.pelt.util());
+        l.pelt_cpu = Some(cpu);
     }
 
     /// `cx.capacity(c)`, computed again only when `c`'s frequency changed
@@ -520,7 +574,10 @@ impl CapAware {
     /// `t`'s utilisation decayed to now (no update): `task_util`.
     pub(in crate::policy) fn util_now(&self, cx: &Ctx, t: TaskId) -> f64 {
         match self.load.get(t) {
-            Some(l) if l.seen => l.util * pelt_decay(cx.now.since(l.util_at)),
+            Some(l) if l.seen => match l.pelt_cpu {
+                Some(c) => l.pelt.util_at(self.clock_now(cx, c)) as f64,
+                None => l.pelt.util() as f64,
+            },
             _ => self.unseen_util(), // a new task (see `first_seen`)
         }
     }
@@ -662,11 +719,11 @@ impl CapAware {
         if !self.track {
             return;
         }
-        self.update(cx, t, Some(cpu));
+        self.update(cx, t, cpu, true);
         if self.util_est {
             let l = self.at(t);
             // The kernel's util_avg is an integer.
-            l.ewma = util_est_ewma(l.ewma, l.util as u32);
+            l.ewma = util_est_ewma(l.ewma, l.pelt.util());
             self.est_dequeue(cx, t);
         }
     }
@@ -763,7 +820,7 @@ impl CapAware {
         let util = if self.util_est {
             self.task_util(cx, t)
         } else {
-            self.load[t].util
+            self.load[t].pelt.util() as f64
         };
         let fits = if self.uc_used {
             let [umin, umax] = Self::uclamp_eff(cx, t);
@@ -1082,12 +1139,5 @@ mod tests {
                 assert_eq!(got, want, "start {start}, members {members:?}");
             }
         }
-    }
-
-    #[test]
-    fn pelt_halves_every_32_ms() {
-        assert!((pelt_decay(SimTime::ms(32)) - 0.5).abs() < 1e-12);
-        assert!((pelt_decay(SimTime::ms(64)) - 0.25).abs() < 1e-12);
-        assert_eq!(pelt_decay(SimTime::ZERO), 1.0);
     }
 }

@@ -1,0 +1,412 @@
+//! Per-entity load tracking (PELT) in the kernel's own arithmetic
+//! (kernel/sched/pelt.c and sched-pelt.h of Linux 6.x): the utilisation of
+//! a task is a sum of its running time per period of 1024 units of 1024 ns
+//! (about 1 ms), each period weighed `y` times the next newer one, with
+//! `y³² = ½` (`LOAD_AVG_PERIOD` = 32: a 32-period half-life), in integers:
+//!
+//! * time advances in whole 1024 ns units (`___update_load_sum`); a sum
+//!   changes its average only when an update crosses a period boundary;
+//! * `decay_load(v, n)` = `v · yⁿ` as `v` halved once per 32 periods, then
+//!   multiplied by `⌊(2³² − 1) · yᵏ⌋ / 2³²` for the remaining `k` < 32;
+//! * the time since the last update splits into the end of the period it
+//!   began in (`d1`), whole periods (`d2`), and the start of the current
+//!   one (`d3`); only `d1` and `d2` decay (`accumulate_sum`,
+//!   `__accumulate_pelt_segments`);
+//! * the average is the sum over `LOAD_AVG_MAX − 1024 + period_contrib`,
+//!   the largest sum the elapsed part of the current period allows
+//!   (`get_pelt_divider`), an integer division.
+//!
+//! Invariance is the kernel's (since Linux 5.1, `update_rq_clock_pelt`
+//! and `update_idle_rq_clock_pelt` in pelt.h): a running entity adds 1024
+//! per unit of its CPU's **PELT clock** ([`PeltClock`]), which runs at the
+//! CPU's present capacity (its `arch_scale_cpu_capacity` × the frequency
+//! scale, out of 1024) while a task runs and catches up with real time when
+//! the CPU idles; the time it fell behind is then counted as idle (decay),
+//! unless the CPU's utilisation had reached the maximum, in which case it
+//! is lost (`lost_idle_time`). So a task that ran 60 ms on a CPU at a tenth
+//! of the biggest CPU's speed counts as 6 ms of running and 54 ms of idle.
+//!
+//! What the model does its own way: the clock's rate over an interval is
+//! the CPU's capacity at the interval's end (the kernel reads the frequency
+//! scale at each clock update; the model's frequency changes between two
+//! scheduler events are not seen), and a CPU counts as saturated at idle
+//! entry when the task that last ran there is (the kernel sums every task
+//! attached to the runqueue, blocked ones included).
+
+/// `LOAD_AVG_PERIOD`: periods in a half-life.
+pub(in crate::policy) const LOAD_AVG_PERIOD: u64 = 32;
+/// `LOAD_AVG_MAX`: the largest sum of the series `1024 · Σ yⁿ` in the
+/// kernel's integer steps (sched-pelt.h).
+pub(in crate::policy) const LOAD_AVG_MAX: u64 = 47742;
+/// `PELT_MIN_DIVIDER` = `LOAD_AVG_MAX − 1024`.
+pub(in crate::policy) const PELT_MIN_DIVIDER: u64 = LOAD_AVG_MAX - 1024;
+/// Units (of 1024 ns) in a period.
+const PERIOD_UNITS: u64 = 1024;
+
+/// `runnable_avg_yN_inv`: `⌊(2³² − 1) · yᵏ⌋` for `k` = 0..31, `y = ½^(1/32)`
+/// (the values of sched-pelt.h; `y_inv_follows_its_formula` recomputes
+/// them).
+const Y_INV: [u32; 32] = [
+    0xffff_ffff,
+    0xfa83_b2da,
+    0xf525_7d14,
+    0xefe4_b99a,
+    0xeac0_c6e6,
+    0xe5b9_06e6,
+    0xe0cc_deeb,
+    0xdbfb_b796,
+    0xd744_fcc9,
+    0xd2a8_1d91,
+    0xce24_8c14,
+    0xc9b9_bd85,
+    0xc567_2a10,
+    0xc12c_4cc9,
+    0xbd08_a39e,
+    0xb8fb_af46,
+    0xb504_f333,
+    0xb123_f581,
+    0xad58_3ee9,
+    0xa9a1_5ab4,
+    0xa5fe_d6a9,
+    0xa270_4302,
+    0x9ef5_325f,
+    0x9b8d_39b9,
+    0x9837_f050,
+    0x94f4_efa8,
+    0x91c3_d373,
+    0x8ea4_398a,
+    0x8b95_c1e3,
+    0x8898_0e80,
+    0x85aa_c367,
+    0x82cd_8698,
+];
+
+/// `decay_load`: `val · yⁿ` in the kernel's steps (0 past 63 half-lives).
+#[inline]
+pub(in crate::policy) fn decay_load(val: u64, n: u64) -> u64 {
+    if n > LOAD_AVG_PERIOD * 63 {
+        return 0;
+    }
+    let halvings = n / LOAD_AVG_PERIOD;
+    let k = (n % LOAD_AVG_PERIOD) as usize;
+    let v = val >> halvings;
+    // `mul_u64_u32_shr`: 64-bit when the product fits (every utilisation
+    // sum does), 128-bit otherwise; the same result.
+    match v.checked_mul(Y_INV[k] as u64) {
+        Some(p) => p >> 32,
+        None => ((v as u128 * Y_INV[k] as u128) >> 32) as u64,
+    }
+}
+
+/// `__accumulate_pelt_segments`: the contribution of `d1` units at the end
+/// of the first period, `periods − 1` whole periods, and `d3` units of the
+/// current one, each decayed by its age in periods.
+#[inline]
+fn segments(periods: u64, d1: u64, d3: u64) -> u64 {
+    let c1 = decay_load(d1, periods);
+    let c2 = LOAD_AVG_MAX - decay_load(LOAD_AVG_MAX, periods) - PERIOD_UNITS;
+    c1 + c2 + d3
+}
+
+/// `util_sum` at or above which a runqueue counts as always running
+/// (`update_idle_rq_clock_pelt`'s divider).
+pub(in crate::policy) const SATURATED_SUM: u64 = (PELT_MIN_DIVIDER << 10) - LOAD_AVG_MAX;
+
+/// One entity's utilisation signal (`struct sched_avg`'s util part), in
+/// the PELT clock of the CPU it is attached to.
+#[derive(Clone, Copy, Debug, Default)]
+pub(in crate::policy) struct Pelt {
+    /// `last_update_time`, ns of PELT clock: advanced by whole 1024 ns
+    /// units only.
+    last: u64,
+    /// `util_sum`: running units × 1024, decayed per period.
+    util_sum: u64,
+    /// `period_contrib`: units already elapsed in the current period.
+    period_contrib: u64,
+    /// `util_avg`, 0..=1024.
+    util_avg: u32,
+}
+
+impl Pelt {
+    /// A signal whose average is `util` at PELT time `now` (ns), as
+    /// `attach_entity_load_avg` sets one: the sum that average stands for at
+    /// the present point of the period.
+    pub(in crate::policy) fn start(now: u64, util: u32) -> Pelt {
+        let units = now >> 10;
+        let period_contrib = units % PERIOD_UNITS;
+        Pelt {
+            last: units << 10,
+            util_sum: util as u64 * (PELT_MIN_DIVIDER + period_contrib),
+            period_contrib,
+            util_avg: util,
+        }
+    }
+
+    /// `util_avg`.
+    #[inline]
+    pub(in crate::policy) fn util(&self) -> u32 {
+        self.util_avg
+    }
+
+    /// `util_sum`.
+    #[inline]
+    pub(in crate::policy) fn util_sum(&self) -> u64 {
+        self.util_sum
+    }
+
+    /// `___update_load_sum` and `___update_load_avg`: bring the signal up
+    /// to PELT time `now` (ns); `running`: it ran since the last update
+    /// (else it waited or slept).
+    #[inline]
+    pub(in crate::policy) fn update(&mut self, now: u64, running: bool) {
+        let Some(elapsed) = now.checked_sub(self.last) else {
+            return;
+        };
+        let delta = elapsed >> 10;
+        if delta == 0 {
+            return;
+        }
+        self.last += delta << 10;
+        let total = delta + self.period_contrib;
+        let periods = total / PERIOD_UNITS;
+        let rem = total % PERIOD_UNITS;
+        // Without a boundary crossed the new units count whole.
+        let mut contrib = delta;
+        if periods > 0 {
+            self.util_sum = decay_load(self.util_sum, periods);
+            if running {
+                contrib = segments(periods, PERIOD_UNITS - self.period_contrib, rem);
+            }
+        }
+        self.period_contrib = rem;
+        if running {
+            self.util_sum += contrib << 10;
+        }
+        if periods > 0 {
+            self.util_avg = (self.util_sum / (PELT_MIN_DIVIDER + rem)) as u32;
+        }
+    }
+
+    /// The average the signal would have at PELT time `now` had it not
+    /// run since its last update (`sync_entity_load_avg` for a task that is
+    /// not running).
+    #[inline]
+    pub(in crate::policy) fn util_at(&self, now: u64) -> u32 {
+        let mut p = *self;
+        p.update(now, false);
+        p.util_avg
+    }
+}
+
+/// A CPU's PELT clock: `rq->clock_pelt` and `rq->lost_idle_time`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(in crate::policy) struct PeltClock {
+    /// Simulated time (ns) the clock was last brought up to.
+    at: u64,
+    /// `clock_pelt` then (ns).
+    raw: u64,
+    /// `lost_idle_time` (ns).
+    lost: u64,
+    /// A task ran from `at` on (else the CPU idled from `at` on).
+    busy: bool,
+    /// It went idle at `at` with its utilisation at the maximum.
+    saturated: bool,
+}
+
+impl PeltClock {
+    /// `clock_pelt` and `lost_idle_time` at simulated time `now`, the CPU
+    /// at capacity `cap` (out of 1024) if it ran since `at`.
+    #[inline]
+    fn at_time(&self, now: u64, cap: u32) -> (u64, u64) {
+        let dt = now.saturating_sub(self.at);
+        if self.busy {
+            // `update_rq_clock_pelt`: the elapsed time scaled to the work
+            // the CPU could do.
+            let scaled = match dt.checked_mul(cap as u64) {
+                Some(p) => p >> 10,
+                None => ((dt as u128 * cap as u128) >> 10) as u64,
+            };
+            (self.raw + scaled, self.lost)
+        } else if dt == 0 {
+            (self.raw, self.lost)
+        } else {
+            // `update_idle_rq_clock_pelt` at idle entry, then synced with
+            // real time while idle.
+            let lost = if self.saturated {
+                self.lost + (self.at - self.raw)
+            } else {
+                self.lost
+            };
+            (now, lost)
+        }
+    }
+
+    /// `rq_clock_pelt` at simulated time `now` (ns).
+    #[inline]
+    pub(in crate::policy) fn now(&self, now: u64, cap: u32) -> u64 {
+        let (raw, lost) = self.at_time(now, cap);
+        raw - lost
+    }
+
+    /// Bring the clock up to `now`.
+    #[inline]
+    fn advance(&mut self, now: u64, cap: u32) {
+        let (raw, lost) = self.at_time(now, cap);
+        if now > self.at {
+            self.saturated = self.saturated && self.busy;
+        }
+        (self.raw, self.lost, self.at) = (raw, lost, now.max(self.at));
+    }
+
+    /// A task starts running at `now` (the CPU ran at `cap` or idled
+    /// until then).
+    #[inline]
+    pub(in crate::policy) fn run(&mut self, now: u64, cap: u32) {
+        self.advance(now, cap);
+        self.busy = true;
+    }
+
+    /// The CPU goes idle at `now`, its utilisation at the maximum when
+    /// `saturated`.
+    #[inline]
+    pub(in crate::policy) fn idle(&mut self, now: u64, cap: u32, saturated: bool) {
+        self.advance(now, cap);
+        if self.busy {
+            self.busy = false;
+            self.saturated = saturated;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn y_inv_follows_its_formula() {
+        let y = 0.5f64.powf(1.0 / 32.0);
+        for (k, &v) in Y_INV.iter().enumerate() {
+            let want = ((u32::MAX as f64) * y.powf(k as f64)) as u32;
+            assert_eq!(v, want, "y_inv[{k}]");
+        }
+    }
+
+    #[test]
+    fn load_avg_max_is_the_fixed_point_of_one_period() {
+        // LOAD_AVG_MAX · y + 1024 gives LOAD_AVG_MAX back, in the kernel's
+        // integer steps, within the rounding of one multiplication.
+        let next = decay_load(LOAD_AVG_MAX, 1) + 1024;
+        assert!(next.abs_diff(LOAD_AVG_MAX) <= 1, "{next}");
+    }
+
+    #[test]
+    fn decay_halves_every_32_periods() {
+        assert_eq!(decay_load(1 << 20, 0), (1 << 20) - 1); // y⁰ = (2³² − 1)/2³²
+        assert_eq!(decay_load(1 << 20, 32), (1 << 19) - 1);
+        assert_eq!(decay_load(1 << 20, 64), (1 << 18) - 1);
+        assert_eq!(decay_load(u64::MAX, 32 * 63 + 1), 0);
+        // 100 · y³¹ = 51 (y_inv[31] / 2³² = 0.5109).
+        assert_eq!(decay_load(100, 31), 51);
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn an_entity_that_always_runs_converges_to_1024() {
+        let mut p = Pelt::start(0, 0);
+        for ms in 1..=1000 {
+            p.update(ms * MS, true);
+        }
+        // 1024 · (1 − y^(≈954 periods)) in integer steps: the kernel's
+        // util_avg of an always-running task tops out just below 1024.
+        assert!((1000..=1024).contains(&p.util()), "{}", p.util());
+        // 20 ms from 0: 1024 · (1 − y^19.07) = 346 (periods of 1.048576 ms).
+        let mut q = Pelt::start(0, 0);
+        q.update(20 * MS, true);
+        assert!(q.util().abs_diff(346) <= 2, "{}", q.util());
+    }
+
+    #[test]
+    fn a_sleeping_entity_halves_every_32_periods() {
+        // Start at a period boundary with util 800; 32 periods of sleep
+        // (32 · 1024 · 1024 ns) halve it, up to integer rounding.
+        let p0 = Pelt::start(0, 800);
+        let half = p0.util_at(32 * 1024 * 1024);
+        assert!(half.abs_diff(400) <= 1, "{half}");
+        // Inside the first period nothing changes (no boundary crossed).
+        assert_eq!(p0.util_at(1023 * 1024), 800);
+        // Less than a unit changes nothing at all.
+        let mut p = p0;
+        p.update(1023, true);
+        assert_eq!((p.last, p.util_sum), (p0.last, p0.util_sum));
+    }
+
+    #[test]
+    fn updates_in_steps_give_the_sum_of_one_update() {
+        // The sum does not depend on where the updates fall, as long as the
+        // entity did the same thing throughout (the decay is per period).
+        let mut one = Pelt::start(300_000, 200);
+        let mut many = one;
+        one.update(47_300_000, true);
+        let mut t = 300_000;
+        while t < 47_300_000 {
+            t = (t + 1_337_000).min(47_300_000);
+            many.update(t, true);
+        }
+        assert_eq!(one.period_contrib, many.period_contrib);
+        // Integer truncation in each decay may lose a unit per step.
+        let lost = one.util_sum.abs_diff(many.util_sum);
+        assert!(lost <= 36 * 1024, "{} vs {}", one.util_sum, many.util_sum);
+        assert!(one.util().abs_diff(many.util()) <= 1);
+    }
+
+    #[test]
+    fn the_clock_runs_at_the_capacity_and_catches_up_when_idle() {
+        let mut c = PeltClock::default();
+        c.run(0, 512);
+        assert_eq!(c.now(10 * MS, 512), 5 * MS);
+        c.idle(10 * MS, 512, false);
+        // Idle: synced with real time.
+        assert_eq!(c.now(10 * MS, 512), 5 * MS); // not before time passes
+        assert_eq!(c.now(20 * MS, 512), 20 * MS);
+        c.run(20 * MS, 1024);
+        assert_eq!(c.now(30 * MS, 1024), 30 * MS);
+        // Saturated at idle entry: the time it fell behind is lost.
+        let mut s = PeltClock::default();
+        s.run(0, 512);
+        s.idle(10 * MS, 512, true);
+        assert_eq!(s.now(20 * MS, 512), 15 * MS);
+        s.run(20 * MS, 512);
+        assert_eq!(s.now(30 * MS, 512), 20 * MS);
+        // An idle of no length (stop and run at one instant) syncs nothing.
+        let mut z = PeltClock::default();
+        z.run(0, 256);
+        z.idle(8 * MS, 256, false);
+        z.run(8 * MS, 256);
+        assert_eq!(z.now(16 * MS, 256), 4 * MS);
+    }
+
+    #[test]
+    fn running_slowly_counts_as_the_work_done() {
+        // 60 ms at a tenth of the biggest CPU's speed, then idle, on the
+        // CPU's clock: the same utilisation as 6 ms at full speed, at the
+        // end of the run and 100 ms after its start.
+        let track = |cap: u32, run_ms: u64| {
+            let mut c = PeltClock::default();
+            c.run(0, cap);
+            let mut p = Pelt::start(0, 100);
+            p.update(c.now(run_ms * MS, cap), true);
+            let after_run = p.util();
+            c.idle(run_ms * MS, cap, false);
+            p.update(c.now(100 * MS, cap), false);
+            (after_run, p.util())
+        };
+        let slow = track(102, 60); // 102/1024 ≈ 0.1
+        let fast = track(1024, 6);
+        assert!(slow.0.abs_diff(fast.0) <= 2, "{slow:?} vs {fast:?}");
+        assert!(slow.1.abs_diff(fast.1) <= 1, "{slow:?} vs {fast:?}");
+        // Scaled in the contribution instead, the signal would fall toward
+        // 102 while the task runs; on the clock it rises.
+        assert!(slow.0 > 190, "{slow:?}");
+    }
+}
