@@ -471,7 +471,9 @@ impl CapAware {
     /// capacity from now on).
     #[inline]
     pub(in crate::policy) fn cpu_run(&mut self, cx: &Ctx, cpu: CpuId) {
-        if self.track {
+        // A switch between tasks changes nothing: the scheduler's updates
+        // of the two tasks brought the clock up to now.
+        if self.track && !self.clocks[cpu].busy() {
             let cap = self.capacity_now(cx, cpu);
             self.clocks[cpu].run(cx.now.0, cap);
         }
@@ -526,7 +528,7 @@ impl CapAware {
     #[inline]
     pub(in crate::policy) fn update(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId, running: bool) {
         let cap = self.capacity_now(cx, cpu);
-        let now = self.clocks[cpu].now(cx.now.0, cap);
+        let now = self.clocks[cpu].advance_to(cx.now.0, cap);
         if t >= self.load.len() || self.load[t].pelt_cpu != Some(cpu) {
             self.attach(cx, t, cpu, now);
         }

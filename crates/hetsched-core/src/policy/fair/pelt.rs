@@ -26,10 +26,11 @@
 //! is lost (`lost_idle_time`). So a task that ran 60 ms on a CPU at a tenth
 //! of the biggest CPU's speed counts as 6 ms of running and 54 ms of idle.
 //!
-//! What the model does its own way: the clock's rate over an interval is
-//! the CPU's capacity at the interval's end (the kernel reads the frequency
-//! scale at each clock update; the model's frequency changes between two
-//! scheduler events are not seen), and a CPU counts as saturated at idle
+//! What the model does its own way: the clock's rate between two of its
+//! updates (the scheduler's updates of a task on that CPU: enqueue, pick,
+//! stop, tick) is the CPU's capacity at the second (the kernel reads the
+//! frequency scale at each rq clock update, which is more often), and a
+//! CPU counts as saturated at idle
 //! entry when the task that last ran there is (the kernel sums every task
 //! attached to the runqueue, blocked ones included).
 
@@ -248,6 +249,20 @@ impl PeltClock {
         raw - lost
     }
 
+    /// Bring the clock up to `now` and read it (`update_rq_clock_pelt`
+    /// at a scheduler event: the rate since the last one is `cap`).
+    #[inline]
+    pub(in crate::policy) fn advance_to(&mut self, now: u64, cap: u32) -> u64 {
+        self.advance(now, cap);
+        self.raw - self.lost
+    }
+
+    /// Whether a task runs on the CPU (as far as the clock knows).
+    #[inline]
+    pub(in crate::policy) fn busy(&self) -> bool {
+        self.busy
+    }
+
     /// Bring the clock up to `now`.
     #[inline]
     fn advance(&mut self, now: u64, cap: u32) {
@@ -371,6 +386,10 @@ mod tests {
         assert_eq!(c.now(20 * MS, 512), 20 * MS);
         c.run(20 * MS, 1024);
         assert_eq!(c.now(30 * MS, 1024), 30 * MS);
+        // The rate changes at an update: what went before keeps its rate.
+        assert_eq!(c.advance_to(30 * MS, 1024), 30 * MS);
+        assert_eq!(c.advance_to(40 * MS, 256), 32500 * 1000);
+        assert!(c.busy());
         // Saturated at idle entry: the time it fell behind is lost.
         let mut s = PeltClock::default();
         s.run(0, 512);
