@@ -267,6 +267,20 @@ struct Load {
     uc_on: Option<(CpuId, [u32; 2])>,
 }
 
+/// Per-CPU state of load tracking.
+#[derive(Clone, Copy, Debug, Default)]
+struct CpuPelt {
+    /// The CPU's PELT clock.
+    clock: PeltClock,
+    /// `util_sum` of the task that last ran there, when it stopped
+    /// (whether the CPU is saturated when it goes idle).
+    last_sum: u64,
+    /// The frequency (MHz) at which its present capacity was last asked
+    /// for, and that capacity (`Ctx::capacity` depends on the CPU and its
+    /// frequency alone).
+    cap_at: Option<(u32, u32)>,
+}
+
 /// Why EAS is off on a machine, if it is (the kernel's conditions).
 pub(in crate::policy) fn eas_missing(m: &Machine, schedutil: bool) -> Vec<&'static str> {
     let mut out = Vec::new();
@@ -323,15 +337,8 @@ pub(in crate::policy) struct CapAware {
     load: Vec<Load>,
     /// Per CPU: sum of the util_est EWMAs of its enqueued tasks.
     rq_est: Vec<u32>,
-    /// Per CPU: the frequency (MHz) at which its present capacity was last
-    /// asked for by [`CapAware::update`], and that capacity (`Ctx::capacity`
-    /// depends on the CPU and its frequency alone).
-    cap_at: Vec<Option<(u32, u32)>>,
-    /// Per CPU: its PELT clock.
-    clocks: Vec<PeltClock>,
-    /// Per CPU: `util_sum` of the task that last ran there, when it
-    /// stopped (whether the CPU is saturated when it goes idle).
-    last_sum: Vec<u64>,
+    /// Per CPU: its PELT clock and what goes with it.
+    cpus: Vec<CpuPelt>,
     /// Publish the sums for `schedutil` (util_est on and the governor is
     /// `schedutil`).
     publish: bool,
@@ -368,9 +375,7 @@ impl CapAware {
             fits_at_fmax,
             load: Vec::new(),
             rq_est: vec![0; n],
-            cap_at: vec![None; n],
-            clocks: vec![PeltClock::default(); n],
-            last_sum: vec![0; n],
+            cpus: vec![CpuPelt::default(); n],
             publish: false,
             uc_used: false,
             uc_any: true,
@@ -460,11 +465,12 @@ impl CapAware {
     /// `rq_clock_pelt` of `cpu` now.
     #[inline]
     fn clock_now(&self, cx: &Ctx, cpu: CpuId) -> u64 {
-        let cap = match self.cap_at.get(cpu).copied().flatten() {
+        let c = &self.cpus[cpu];
+        let cap = match c.cap_at {
             Some((mhz, cap)) if mhz == cx.cpu_mhz(cpu) => cap,
             _ => cx.capacity(cpu),
         };
-        self.clocks[cpu].now(cx.now.0, cap)
+        c.clock.now(cx.now.0, cap)
     }
 
     /// A task starts running on `cpu` (its PELT clock runs at the CPU's
@@ -473,9 +479,9 @@ impl CapAware {
     pub(in crate::policy) fn cpu_run(&mut self, cx: &Ctx, cpu: CpuId) {
         // A switch between tasks changes nothing: the scheduler's updates
         // of the two tasks brought the clock up to now.
-        if self.track && !self.clocks[cpu].busy() {
+        if self.track && !self.cpus[cpu].clock.busy() {
             let cap = self.capacity_now(cx, cpu);
-            self.clocks[cpu].run(cx.now.0, cap);
+            self.cpus[cpu].clock.run(cx.now.0, cap);
         }
     }
 
@@ -485,8 +491,9 @@ impl CapAware {
     pub(in crate::policy) fn cpu_idle(&mut self, cx: &Ctx, cpu: CpuId) {
         if self.track {
             let cap = self.capacity_now(cx, cpu);
-            let saturated = self.last_sum[cpu] >= SATURATED_SUM;
-            self.clocks[cpu].idle(cx.now.0, cap, saturated);
+            let c = &mut self.cpus[cpu];
+            let saturated = c.last_sum >= SATURATED_SUM;
+            c.clock.idle(cx.now.0, cap, saturated);
         }
     }
 
@@ -527,15 +534,32 @@ impl CapAware {
     /// clock and point in the period (`attach_entity_load_avg`).
     #[inline]
     pub(in crate::policy) fn update(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId, running: bool) {
-        let cap = self.capacity_now(cx, cpu);
-        let now = self.clocks[cpu].advance_to(cx.now.0, cap);
-        if t >= self.load.len() || self.load[t].pelt_cpu != Some(cpu) {
-            self.attach(cx, t, cpu, now);
-        }
-        let l = &mut self.load[t];
-        l.pelt.update(now, running);
-        if running {
-            self.last_sum[cpu] = l.pelt.util_sum();
+        let mhz = cx.cpu_mhz(cpu);
+        let c = &mut self.cpus[cpu];
+        let cap = match c.cap_at {
+            Some((at, cap)) if at == mhz => cap,
+            _ => {
+                let cap = cx.capacity(cpu);
+                c.cap_at = Some((mhz, cap));
+                cap
+            }
+        };
+        let now = c.clock.advance_to(cx.now.0, cap);
+        match self.load.get_mut(t) {
+            Some(l) if l.pelt_cpu == Some(cpu) => {
+                l.pelt.update(now, running);
+                if running {
+                    c.last_sum = l.pelt.util_sum();
+                }
+            }
+            _ => {
+                self.attach(cx, t, cpu, now);
+                let l = &mut self.load[t];
+                l.pelt.update(now, running);
+                if running {
+                    self.cpus[cpu].last_sum = l.pelt.util_sum();
+                }
+            }
         }
     }
 
@@ -559,12 +583,12 @@ impl CapAware {
     #[inline]
     fn capacity_now(&mut self, cx: &Ctx, c: CpuId) -> u32 {
         let mhz = cx.cpu_mhz(c);
-        let cap = match self.cap_at.get(c).copied().flatten() {
+        let cap = match self.cpus.get(c).and_then(|p| p.cap_at) {
             Some((at, cap)) if at == mhz => cap,
             _ => {
                 let cap = cx.capacity(c);
-                if let Some(slot) = self.cap_at.get_mut(c) {
-                    *slot = Some((mhz, cap));
+                if let Some(p) = self.cpus.get_mut(c) {
+                    p.cap_at = Some((mhz, cap));
                 }
                 cap
             }
