@@ -102,7 +102,9 @@ class Results:
             ``wakeup_latency_max_ms`` summarise the time from each wake-up (a
             new task's first one included) to running: quantiles interpolated
             linearly between ranks (numpy's default ``percentile``), NaN for a
-            task that never woke and ran (and for tasks inside simulated VMs).
+            task that never woke and ran (and for tasks inside simulated VMs);
+            ``util_avg`` and ``util_est`` are the task's load tracking at the
+            end where the scheduler keeps it (None otherwise).
         programs: one row per completed program instance.
         cpus: one row per CPU (``utilization``, ``energy_j``, ``final_mhz`` ...).
         vms: one row per virtual machine: ``vcpu_tasks`` (host task ids of its

@@ -221,6 +221,13 @@ pub struct TaskRow {
     pub killed: Option<String>,
     /// Time on a CPU per CPU type name, s (types it never ran on left out).
     pub run_s_by_type: TypeSeconds,
+    /// PELT utilisation (`util_avg`, 0–1024) as of the task's last update,
+    /// where the scheduler tracks it (`eevdf`, `linux`, `cfs`'s
+    /// capacity-aware and EAS entries); None otherwise.
+    pub util_avg: Option<u32>,
+    /// util_est's EWMA at the end of the run, where the scheduler has
+    /// util_est on; None otherwise.
+    pub util_est: Option<u32>,
 }
 
 /// One completed program instance.
@@ -413,6 +420,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                     _ => None,
                 })
                 .collect();
+            let load = e.task_load(t.id);
             TaskRow {
                 task: t.id,
                 program: p.name.clone(),
@@ -464,6 +472,8 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 nice: t.nice,
                 killed: t.kill_reason.clone(),
                 run_s_by_type: by_type,
+                util_avg: load.map(|l| l.0),
+                util_est: load.and_then(|l| l.1),
             }
         })
         .collect();

@@ -545,6 +545,10 @@ impl Scheduler for Cfs {
         next
     }
 
+    fn task_load(&self, t: TaskId) -> Option<(u32, Option<u32>)> {
+        self.cap.task_load(t)
+    }
+
     fn running(&mut self, cx: &mut Ctx, _t: TaskId, cpu: CpuId) {
         self.bal.touch(cpu); // busy now: `idlest` re-keys it
         self.cap.cpu_run(cx, cpu);

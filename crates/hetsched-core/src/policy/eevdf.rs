@@ -454,6 +454,9 @@ impl Eevdf {
         );
         // A new task's utilisation as Linux 4.7+ sets it.
         cap.set_post_init_util();
+        if kernel618 {
+            cap.set_est_before_dequeue();
+        }
         // 6.x's balancing classifies CPUs by their PELT utilisation.
         cap.track |= balance;
         let bal = Balancer::new(m, balance, busy_factor);
@@ -1501,6 +1504,10 @@ impl Scheduler for Eevdf {
             self.cap.read_ahead(t);
         }
         None
+    }
+
+    fn task_load(&self, t: TaskId) -> Option<(u32, Option<u32>)> {
+        self.cap.task_load(t)
     }
 
     fn running(&mut self, cx: &mut Ctx, _t: TaskId, cpu: CpuId) {

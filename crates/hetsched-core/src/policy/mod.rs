@@ -126,6 +126,13 @@ pub trait Scheduler {
     fn uses_dsqs(&self) -> bool {
         false
     }
+    /// `task`'s load tracking, where the policy keeps the kernel's: its PELT
+    /// `util_avg` as of its last update and its util_est EWMA (`None` with
+    /// util_est off), as `/proc/PID/sched` shows `se.avg.util_avg` and
+    /// `se.avg.util_est`. Reported in the results' task table.
+    fn task_load(&self, _task: TaskId) -> Option<(u32, Option<u32>)> {
+        None
+    }
     /// `SCX_OPS_ENQ_LAST`: a task whose slice ended with nothing else to run
     /// goes through `enqueue` instead of running on (DSQ schedulers only).
     fn enq_last(&self) -> bool {

@@ -214,6 +214,16 @@ impl Engine {
         self.vm.is_guest(t)
     }
 
+    /// Task `t`'s load tracking as the host scheduler keeps it
+    /// ([`crate::policy::Scheduler::task_load`]); None for a guest thread
+    /// (its scheduler is its VM's).
+    pub(crate) fn task_load(&self, t: TaskId) -> Option<(u32, Option<u32>)> {
+        if self.is_guest(t) {
+            return None;
+        }
+        self.sched.task_load(t)
+    }
+
     /// `sync` for a CPU that may run a vCPU: account the vCPU's run time and
     /// return the task that executes.
     pub(crate) fn vm_sync(&mut self, cpu: CpuId, dt: u64) -> Option<TaskId> {

@@ -357,6 +357,11 @@ pub(in crate::policy) struct CapAware {
     /// is chosen, then `post_init_entity_util_avg` on that CPU (`eevdf`);
     /// else [`NEW_TASK_UTIL`] from the start (`cfs`'s entries).
     post_init_util: bool,
+    /// util_est's EWMA takes the task's `util_avg` as its last update left
+    /// it, before the dequeue's own update (the 6.18 kernel's
+    /// `dequeue_task_fair` calls `util_est_update` before
+    /// `dequeue_entities`; 6.12 called it after).
+    est_before_dequeue: bool,
 }
 
 impl CapAware {
@@ -382,6 +387,7 @@ impl CapAware {
             uc_rq: vec![UclampRq::default(); n],
             uc_publish: false,
             post_init_util: false,
+            est_before_dequeue: false,
         }
     }
 
@@ -426,6 +432,12 @@ impl CapAware {
             self.load.resize(t + 1, Load::default());
         }
         &mut self.load[t]
+    }
+
+    /// Update util_est with the utilisation the task had before its
+    /// dequeue (the 6.18 kernel's order; see [`CapAware::sleep`]).
+    pub(in crate::policy) fn set_est_before_dequeue(&mut self) {
+        self.est_before_dequeue = true;
     }
 
     /// Give new tasks the kernel's initial utilisation (see
@@ -630,6 +642,13 @@ impl CapAware {
         }
     }
 
+    /// `t`'s `util_avg` as of its last update and its util_est EWMA (with
+    /// util_est on), if its load is tracked ([`super::super::Scheduler::task_load`]).
+    pub(in crate::policy) fn task_load(&self, t: TaskId) -> Option<(u32, Option<u32>)> {
+        let l = self.load.get(t).filter(|l| self.track && l.seen)?;
+        Some((l.pelt.util(), self.util_est.then_some(l.ewma)))
+    }
+
     /// `t`'s util_est EWMA.
     pub(in crate::policy) fn ewma(&self, t: TaskId) -> u32 {
         self.load.get(t).map_or(0, |l| l.ewma)
@@ -729,8 +748,9 @@ impl CapAware {
     }
 
     /// `t` ran on `cpu` and goes to sleep (or exits): `uclamp_rq_dec`, its
-    /// utilisation up to now, `util_est_update` with it, and
-    /// `util_est_dequeue`. Inlined test, out-of-line work (as
+    /// utilisation up to now, `util_est_update` with it (with the 6.18
+    /// kernel's order, with the utilisation its previous update left: the
+    /// last tick's, or its pick's), and `util_est_dequeue`. Inlined test, out-of-line work (as
     /// [`CapAware::est_enqueue`]).
     #[inline(always)]
     pub(in crate::policy) fn sleep(&mut self, cx: &mut Ctx, t: TaskId, cpu: CpuId) {
@@ -745,11 +765,13 @@ impl CapAware {
         if !self.track {
             return;
         }
+        let before = self.load.get(t).map_or(0, |l| l.pelt.util());
         self.update(cx, t, cpu, true);
         if self.util_est {
+            let est_before = self.est_before_dequeue;
             let l = self.at(t);
-            // The kernel's util_avg is an integer.
-            l.ewma = util_est_ewma(l.ewma, l.pelt.util());
+            let dequeued = if est_before { before } else { l.pelt.util() };
+            l.ewma = util_est_ewma(l.ewma, dequeued);
             self.est_dequeue(cx, t);
         }
     }
