@@ -7,6 +7,7 @@ hetsched linux agent --pid 1234 --pid 5678 --agent equal-share --duration 10
 hetsched linux validate-sim [--json]
 hetsched linux validate-sim --suite eevdf [--recorded data/linux-traces]
 hetsched linux validate-sim --suite eevdf --churn-cost [--recorded data/linux-traces/churn-cost]
+hetsched linux validate-sim --suite pelt [--recorded data/linux-pelt/pelt-6.18.json]
 hetsched linux cleanup                    # undo what a killed agent left: programs, cgroups ...
 """
 
@@ -114,11 +115,22 @@ def register(sub: Any) -> None:
     v.add_argument("--json", action="store_true", help="print the rows as JSON")
     v.add_argument(
         "--suite",
-        choices=["eevdf"],
-        help="the kernel-trace suite: distributions from the kernel's own scheduler trace",
+        choices=["eevdf", "pelt"],
+        help="eevdf: distributions from the kernel's own scheduler trace; "
+        "pelt: load tracking (util_avg, util_est) from /proc/PID/sched",
     )
-    v.add_argument("--recorded", type=Path, metavar="DIR", help="suite: real side from traces")
-    v.add_argument("--save-traces", type=Path, metavar="DIR", help="suite: keep the real traces")
+    v.add_argument(
+        "--recorded",
+        type=Path,
+        metavar="PATH",
+        help="suite: real side from recorded traces (eevdf: a folder; pelt: a file)",
+    )
+    v.add_argument(
+        "--save-traces",
+        type=Path,
+        metavar="PATH",
+        help="suite: keep the real traces (eevdf: a folder; pelt: a file)",
+    )
     v.add_argument(
         "--kernel-trace", type=Path, metavar="DIR", help="record each real run's kernel trace"
     )
@@ -275,8 +287,21 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from .._text import table
     from .validate import run_validation
 
-    if args.churn_cost and not args.suite:
+    if args.churn_cost and args.suite != "eevdf":
         raise LinuxError("--churn-cost belongs to the suite: add --suite eevdf")
+    if args.suite == "pelt":
+        from . import pelt
+
+        prows = pelt.run_suite(
+            recorded=args.recorded,
+            save_to=args.save_traces,
+            log=lambda m: print(f"hetsched: {m}", file=sys.stderr),
+        )
+        if args.json:
+            print(json.dumps([vars(r) for r in prows], indent=2))
+        else:
+            print(pelt.table_text(prows))
+        return EXIT_OK
     if args.suite:
         from . import suite
 
