@@ -486,12 +486,20 @@ impl CapAware {
     }
 
     /// A task starts running on `cpu` (its PELT clock runs at the CPU's
-    /// capacity from now on).
-    #[inline]
+    /// capacity from now on). Inlined test, out-of-line work (untracked,
+    /// `cfs`'s default, it costs a flag test).
+    #[inline(always)]
     pub(in crate::policy) fn cpu_run(&mut self, cx: &Ctx, cpu: CpuId) {
+        if self.track {
+            self.cpu_run_work(cx, cpu);
+        }
+    }
+
+    #[inline(never)]
+    fn cpu_run_work(&mut self, cx: &Ctx, cpu: CpuId) {
         // A switch between tasks changes nothing: the scheduler's updates
         // of the two tasks brought the clock up to now.
-        if self.track && !self.cpus[cpu].clock.busy() {
+        if !self.cpus[cpu].clock.busy() {
             let cap = self.capacity_now(cx, cpu);
             self.cpus[cpu].clock.run(cx.now.0, cap);
         }
@@ -499,14 +507,19 @@ impl CapAware {
 
     /// `cpu` goes idle (`update_idle_rq_clock_pelt`): its PELT clock
     /// catches up with real time, unless the CPU was saturated.
-    #[inline]
+    #[inline(always)]
     pub(in crate::policy) fn cpu_idle(&mut self, cx: &Ctx, cpu: CpuId) {
         if self.track {
-            let cap = self.capacity_now(cx, cpu);
-            let c = &mut self.cpus[cpu];
-            let saturated = c.last_sum >= SATURATED_SUM;
-            c.clock.idle(cx.now.0, cap, saturated);
+            self.cpu_idle_work(cx, cpu);
         }
+    }
+
+    #[inline(never)]
+    fn cpu_idle_work(&mut self, cx: &Ctx, cpu: CpuId) {
+        let cap = self.capacity_now(cx, cpu);
+        let c = &mut self.cpus[cpu];
+        let saturated = c.last_sum >= SATURATED_SUM;
+        c.clock.idle(cx.now.0, cap, saturated);
     }
 
     /// `post_init_entity_util_avg` for new task `t` of weight `weight`
