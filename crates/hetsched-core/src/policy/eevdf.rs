@@ -1183,21 +1183,29 @@ impl Eevdf {
         }
     }
 
+    #[inline]
     fn sync_tick(&mut self, cx: &mut Ctx, cpu: CpuId) {
-        // Capacity awareness checks for misfits on every busy CPU's tick.
-        let misfit_watch = self.cap.capacity_aware && self.rqs[cpu].curr.is_some();
-        // 6.x's balancing runs on every busy CPU's tick (`Lb6`).
-        let balance_watch = self.bal.balance && self.rqs[cpu].curr.is_some();
-        let on = self.rqs[cpu].nr_running >= 2 || misfit_watch || balance_watch;
-        if on != self.rqs[cpu].ticking {
-            // Ticks stop or start now: charge the running entity so far under
-            // the old rule.
-            // (Callers charged it already where the kernel would act on
-            // the result; what is left is the skipped ticks' renewals.)
-            let _ = self.update_curr(cpu, cx.now);
-            self.rqs[cpu].ticking = on;
+        let rq = &self.rqs[cpu];
+        // Capacity awareness checks for misfits on every busy CPU's tick,
+        // and 6.x's balancing runs on it (`Lb6`).
+        let watch = rq.curr.is_some() && (self.cap.capacity_aware || self.bal.balance);
+        let on = rq.nr_running >= 2 || watch;
+        if on != rq.ticking {
+            self.ticks_turn(cx.now, cpu, on);
         }
         cx.want_tick(cpu, on);
+    }
+
+    /// Ticks stop or start on `cpu` now: charge the running entity so far
+    /// under the old rule. (Callers charged it already where the kernel
+    /// would act on the result; what is left is the skipped ticks'
+    /// renewals.) Out of line: most calls of [`Eevdf::sync_tick`] change
+    /// nothing.
+    #[cold]
+    #[inline(never)]
+    fn ticks_turn(&mut self, now: SimTime, cpu: CpuId, on: bool) {
+        let _ = self.update_curr(cpu, now);
+        self.rqs[cpu].ticking = on;
     }
 
     /// Reweight `t` on its queue (`reweight_entity`): keep its lag and
