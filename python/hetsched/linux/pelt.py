@@ -46,13 +46,16 @@ from . import LinuxError
 
 #: The simulator's policy: the suite's eevdf (the recorded kernel's rules).
 SIM_POLICY = "eevdf[kernel=6.18,charge=continual]"
-#: (burst µs of CPU time, period µs) of each case.
-CASES: tuple[tuple[int, int], ...] = (
-    (20_000, 100_000),
-    (5_000, 100_000),
-    (50_000, 100_000),
-    (2_000, 10_000),
-    (8_000, 32_000),
+#: (burst µs of CPU time, period µs, copies) of each case: ``copies``
+#: identical tasks released together on the one CPU (two share it, and
+#: each waits for the other: its runnable average exceeds its utilisation).
+CASES: tuple[tuple[int, int, int], ...] = (
+    (20_000, 100_000, 1),
+    (5_000, 100_000, 1),
+    (50_000, 100_000, 1),
+    (2_000, 10_000, 1),
+    (8_000, 32_000, 1),
+    (20_000, 100_000, 2),
 )
 #: Seconds each real case runs.
 SECONDS = 5
@@ -76,6 +79,7 @@ DATA_FILE = Path(__file__).resolve().parents[3] / "data" / "linux-pelt" / "pelt-
 
 _FIELDS = {
     "util_avg": "se.avg.util_avg",
+    "runnable_avg": "se.avg.runnable_avg",
     "util_est": "se.avg.util_est",
     "last_update_ns": "se.avg.last_update_time",
 }
@@ -96,57 +100,67 @@ def parse_sched(text: str) -> dict[str, int]:
 
 
 def measure(
-    run_us: int, period_us: int, seconds: int = SECONDS, cpus: tuple[int, int] = (1, 0)
+    run_us: int,
+    period_us: int,
+    copies: int = 1,
+    seconds: int = SECONDS,
+    cpus: tuple[int, int] = (1, 0),
 ) -> dict[str, Any]:
-    """Run the periodic task on ``cpus[0]`` and sample it from ``cpus[1]``:
-    the distinct samples, one per kernel update seen."""
+    """Run ``copies`` periodic tasks on ``cpus[0]``, released together, and
+    sample them from ``cpus[1]``: per task, the distinct samples, one per
+    kernel update seen."""
     from .suite import schedprobe
 
     if shutil.which("taskset") is None:
         raise LinuxError("taskset not found: install util-linux")
-    if os.cpu_count() is None or os.cpu_count() < 2:  # type: ignore[operator]
-        raise LinuxError("the PELT suite needs 2 CPUs: the task on one, the sampler on the other")
+    if (os.cpu_count() or 1) < 2:
+        raise LinuxError("the PELT suite needs 2 CPUs: the tasks on one, the sampler on the other")
     exe = schedprobe()
     old = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {cpus[1]})
-    proc = subprocess.Popen(
-        [
-            "taskset",
-            "-c",
-            str(cpus[0]),
-            str(exe),
-            "periodic",
-            str(run_us),
-            str(period_us),
-            str(seconds),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    seen: dict[int, list[int]] = {}
+    start = time.monotonic() + 0.3
+    procs = [
+        subprocess.Popen(
+            [
+                *("taskset", "-c", str(cpus[0]), str(exe), "-t", f"{start:.6f}"),
+                *("periodic", str(run_us), str(period_us), str(seconds)),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(copies)
+    ]
+    seen: list[dict[int, list[int]]] = [{} for _ in procs]
     try:
-        while proc.poll() is None:
-            try:
-                with open(f"/proc/{proc.pid}/sched") as f:
-                    s = parse_sched(f.read())
-            except (FileNotFoundError, ProcessLookupError):
-                break
-            seen.setdefault(
-                s["last_update_ns"], [s["last_update_ns"], s["util_avg"], s["util_est"]]
-            )
-            seen[s["last_update_ns"]][2] = s["util_est"]
+        while any(p.poll() is None for p in procs):
+            for p, got in zip(procs, seen, strict=True):
+                try:
+                    with open(f"/proc/{p.pid}/sched") as f:
+                        s = parse_sched(f.read())
+                except (FileNotFoundError, ProcessLookupError):
+                    continue
+                key = s["last_update_ns"]
+                row = got.setdefault(key, [key, s["util_avg"], s["util_est"], s["runnable_avg"]])
+                row[2] = s["util_est"]
             time.sleep(SAMPLE_S)
-        _, err = proc.communicate(timeout=seconds + 10)
+        errs = [p.communicate(timeout=seconds + 10)[1] for p in procs]
     except BaseException:
-        proc.kill()
-        proc.wait()
+        for p in procs:
+            p.kill()
+            p.wait()
         raise
     finally:
         os.sched_setaffinity(0, old)
-    if proc.returncode != 0:
-        raise LinuxError(f"schedprobe periodic {run_us} {period_us} failed: {err.strip()}")
-    return {"run_us": run_us, "period_us": period_us, "samples": sorted(seen.values())}
+    for p, err in zip(procs, errs, strict=True):
+        if p.returncode != 0:
+            raise LinuxError(f"schedprobe periodic {run_us} {period_us} failed: {err.strip()}")
+    return {
+        "run_us": run_us,
+        "period_us": period_us,
+        "copies": copies,
+        "samples": [sorted(got.values()) for got in seen],
+    }
 
 
 @dataclass
@@ -158,19 +172,26 @@ class Bursts:
     util: list[int]
     #: ``util_est`` after the burst.
     est: list[int]
-    #: Time from the burst's start (its wake-up's update) to the first
-    #: tick's update in it, ns, for the bursts with a tick.
-    tick_after_wake_ns: list[int]
+    #: ``runnable_avg`` the burst's dequeue left.
+    runnable: list[int]
+    #: Times of the bursts' dequeues (their last updates), ns.
+    dequeue_ns: list[int]
+    #: Times of the bursts' ticks, ns: their updates but the last, without
+    #: those within 0.5 ms of the burst's release (its wake-up), which is
+    #: its dequeue less the CPU time of the tasks released with it.
+    tick_ns: list[int]
 
 
-def bursts(rec: dict[str, Any]) -> Bursts:
-    """Split a recording's updates into bursts: updates closer together than
-    half the sleep belong to one burst; its first is the wake-up, its last
-    the dequeue, those between are ticks."""
-    sleep_ns = (rec["period_us"] - rec["run_us"]) * 1000
+def bursts(rec: dict[str, Any], task: int = 0) -> Bursts:
+    """Split the updates of a recording's task ``task`` into bursts: updates
+    closer together than a third of the period belong to one burst; its
+    first is the wake-up, its last the dequeue, those between are ticks
+    (and, for tasks that share the CPU, picks and preemptions)."""
+    gap_ns = rec["period_us"] * 1000 / 3
     groups: list[list[list[int]]] = []
-    for s in rec["samples"]:
-        if groups and s[0] - groups[-1][-1][0] < sleep_ns / 2:
+    samples = rec["samples"][task] if rec.get("copies") else rec["samples"]
+    for s in samples:
+        if groups and s[0] - groups[-1][-1][0] < gap_ns:
             groups[-1].append(s)
         else:
             groups.append([s])
@@ -179,21 +200,58 @@ def bursts(rec: dict[str, Any]) -> Bursts:
         raise LinuxError(
             f"periodic {rec['run_us']} {rec['period_us']}: only {len(groups)} bursts sampled"
         )
-    ticks = [g[1][0] - g[0][0] for g in groups if len(g) > 2]
-    return Bursts([g[-1][1] for g in groups], [g[-1][2] for g in groups], ticks)
+    busy_ns = rec.get("copies", 1) * rec["run_us"] * 1000
+    return Bursts(
+        [g[-1][1] for g in groups],
+        [g[-1][2] for g in groups],
+        [g[-1][3] for g in groups],
+        [g[-1][0] for g in groups],
+        [s[0] for g in groups for s in g[:-1] if abs(s[0] - (g[-1][0] - busy_ns)) > 500_000],
+    )
+
+
+def _mode_residue(times: Sequence[float], tick_ns: float, bin_ns: float = 1e5) -> float:
+    """The most common residue of ``times`` modulo ``tick_ns`` (in bins of
+    ``bin_ns``, the mean of that bin's members)."""
+    bins: dict[int, list[float]] = {}
+    for t in times:
+        r = t % tick_ns
+        bins.setdefault(int(r // bin_ns), []).append(r)
+    best = max(bins.values(), key=len)
+    return statistics.fmean(best)
+
+
+def start_offset_ms(per_task: Sequence[Bursts], run_us: int, copies: int) -> float:
+    """Where to start the simulated tasks so that the ticks fall in their
+    bursts where the recording shows them: the kernel's tick grid is the
+    most common residue of the non-final updates (ticks) modulo the tick,
+    the release grid the most common residue of the dequeues less the CPU
+    time of the tasks released together (they ran at full speed). Where the
+    period is not a multiple of the tick, releases fall at more than one
+    place relative to the ticks; the most common is taken."""
+    tick_ns = TICK_MS * 1e6
+    ends = [t - copies * run_us * 1000 for b in per_task for t in b.dequeue_ns]
+    ticks = [t for b in per_task for t in b.tick_ns]
+    if not ends or not ticks:
+        return 0.0
+    release = _mode_residue(ends, tick_ns)
+    tick = _mode_residue(ticks, tick_ns)
+    return ((release - tick) % tick_ns) / 1e6
 
 
 def simulate(
-    run_us: int, period_us: int, start_ms: float = 0.0, periods: int = 40
-) -> tuple[int, int]:
-    """The task's ``util_avg`` and ``util_est`` in the simulator, read in the
-    sleep after ``periods`` bursts; the first starts at ``start_ms`` (the
-    machine's ticks fall on multiples of :data:`TICK_MS`)."""
+    run_us: int, period_us: int, copies: int = 1, start_ms: float = 0.0, periods: int = 40
+) -> list[tuple[int, int, int]]:
+    """Each task's ``util_avg``, ``util_est`` and ``runnable_avg`` in the
+    simulator, read in
+    the sleep after ``periods`` bursts; the tasks start at ``start_ms`` (the
+    machine's ticks fall on multiples of :data:`TICK_MS`) on CPU 1 of two,
+    as the real ones."""
     import hetsched
 
-    gap = (period_us - run_us) / 2
+    gap = (period_us - copies * run_us) / 2
     scn = {
-        "name": f"pelt-{run_us}-{period_us}",
+        "name": f"pelt-{run_us}-{period_us}-{copies}",
         "seed": 1,
         "duration_s": (start_ms * 1000 + periods * period_us - gap) * 1e-6,
         "stop_when_done": False,
@@ -202,24 +260,28 @@ def simulate(
         "machine": {
             "tick_hz": 1000 / TICK_MS,
             "types": {"cpu": {"capacity": 1024, "pstates": [{"mhz": 1000, "volt": 1.0}]}},
-            "cpus": [{"type": "cpu"}],
+            "cpus": [{"type": "cpu"}, {"type": "cpu"}],
         },
         "workload": {
             "programs": [
                 {
-                    "name": "periodic",
+                    "name": f"periodic-{i}",
                     "kind": "periodic",
                     "period_ms": period_us / 1000,
                     "wcet_ms": run_us / 1000,
                     "start_ms": start_ms,
+                    "affinity": [1],
                 }
+                for i in range(copies)
             ]
         },
     }
-    row = hetsched.run(scn).tasks.to_dict("records")[0]
-    if row["util_avg"] is None or row["util_est"] is None:
-        raise LinuxError(f"{SIM_POLICY} reported no util_avg/util_est")
-    return int(row["util_avg"]), int(row["util_est"])
+    out = []
+    for row in hetsched.run(scn).tasks.to_dict("records"):
+        if row["util_avg"] is None or row["util_est"] is None:
+            raise LinuxError(f"{SIM_POLICY} reported no util_avg/util_est")
+        out.append((int(row["util_avg"]), int(row["util_est"]), int(row["runnable_avg"])))
+    return out
 
 
 @dataclass
@@ -242,21 +304,24 @@ def _verdict(real: float, noise: float, sim: float, target: float) -> str:
 def run_suite(
     recorded: Path | None = None,
     save_to: Path | None = None,
-    cases: Sequence[tuple[int, int]] = CASES,
+    cases: Sequence[tuple[int, int, int]] = CASES,
     log: Callable[[str], None] = lambda _m: None,
 ) -> list[Row]:
     """Measure (or read ``recorded``) and simulate every case."""
     if recorded is not None:
         data = json.loads(Path(recorded).read_text())
-        recs = {(r["run_us"], r["period_us"]): r for r in data["cases"]}
+        recs = {(r["run_us"], r["period_us"], r.get("copies", 1)): r for r in data["cases"]}
         missing = [c for c in cases if c not in recs]
         if missing:
             raise LinuxError(f"{recorded}: no recording of case(s) {missing}")
     else:
         recs = {}
-        for run_us, period_us in cases:
-            log(f"periodic {run_us} µs every {period_us} µs: {SECONDS} s on the real machine")
-            recs[(run_us, period_us)] = measure(run_us, period_us)
+        for run_us, period_us, copies in cases:
+            log(
+                f"{copies} × periodic {run_us} µs every {period_us} µs: "
+                f"{SECONDS} s on the real machine"
+            )
+            recs[(run_us, period_us, copies)] = measure(run_us, period_us, copies)
         if save_to is not None:
             out = {
                 "kernel": platform.release(),
@@ -267,22 +332,29 @@ def run_suite(
             Path(save_to).parent.mkdir(parents=True, exist_ok=True)
             Path(save_to).write_text(json.dumps(out, separators=(",", ":")) + "\n")
     rows = []
-    for run_us, period_us in cases:
-        b = bursts(recs[(run_us, period_us)])
-        tick_ns = TICK_MS * 1e6
-        if b.tick_after_wake_ns:
-            after = statistics.median(t % tick_ns for t in b.tick_after_wake_ns)
-            start_ms = ((tick_ns - after) % tick_ns) / 1e6
-        else:
-            start_ms = 0.0
-        sim_u, sim_e = simulate(run_us, period_us, start_ms)
+    for run_us, period_us, copies in cases:
+        rec = recs[(run_us, period_us, copies)]
+        per_task = [bursts(rec, i) for i in range(copies)]
+        start_ms = start_offset_ms(per_task, run_us, copies)
+        sims = simulate(run_us, period_us, copies, start_ms)
         name = f"{run_us / 1000:g} ms every {period_us / 1000:g} ms"
-        for metric, vals, sim, tgt in (
-            ("util_avg after the burst", b.util, sim_u, None),
-            ("util_est after the burst", b.est, sim_e, TARGET_EST),
-        ):
-            real = statistics.median(vals)
-            noise = (max(vals) - min(vals)) / 2
+        if copies > 1:
+            name = f"{copies} × {name}"
+        metrics: list[tuple[int, str, float | None]] = [(0, "util_avg after the burst", None)]
+        if copies == 1:
+            metrics.append((1, "util_est after the burst", TARGET_EST))
+        else:
+            # Sharing the CPU, a task waits: its runnable average exceeds its
+            # utilisation, and util_est keeps the EWMA its first bursts left
+            # (a start-up value, not compared).
+            metrics.append((2, "runnable_avg after the burst", None))
+        for k, metric, tgt in metrics:
+            # Tasks released together are alike: the mean of their medians,
+            # the widest of their spreads.
+            vals = [(b.util, b.est, b.runnable)[k] for b in per_task]
+            real = statistics.mean(statistics.median(v) for v in vals)
+            noise = max((max(v) - min(v)) / 2 for v in vals)
+            sim = statistics.mean(x[k] for x in sims)
             target = tgt if tgt is not None else max(TARGET_REL * real, TARGET_ABS)
             rows.append(
                 Row(

@@ -225,6 +225,9 @@ pub struct TaskRow {
     /// where the scheduler tracks it (`eevdf`, `linux`, `cfs`'s
     /// capacity-aware and EAS entries); None otherwise.
     pub util_avg: Option<u32>,
+    /// PELT runnable average (`runnable_avg`, 0–1024: running or waiting)
+    /// as of the task's last update, where `util_avg` is reported.
+    pub runnable_avg: Option<u32>,
     /// util_est's EWMA at the end of the run, where the scheduler has
     /// util_est on; None otherwise.
     pub util_est: Option<u32>,
@@ -472,8 +475,9 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
                 nice: t.nice,
                 killed: t.kill_reason.clone(),
                 run_s_by_type: by_type,
-                util_avg: load.map(|l| l.0),
-                util_est: load.and_then(|l| l.1),
+                util_avg: load.map(|l| l.util_avg),
+                runnable_avg: load.map(|l| l.runnable_avg),
+                util_est: load.and_then(|l| l.util_est),
             }
         })
         .collect();

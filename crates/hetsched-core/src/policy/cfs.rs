@@ -40,7 +40,7 @@
 //! PELT average; cache-hot and NUMA-fault heuristics are not modelled; no
 //! group scheduling (every task is a top-level entity).
 
-use super::fair::cap::CapAware;
+use super::fair::cap::{CapAware, Since};
 use super::fair::{self, calc_delta_fair, mul_div, Balancer, FairQueues, Timeline};
 use super::fam::FaultMigrate;
 use super::{About, Ctx, EnqFlags, ParamDef, Params, PolicySpec, Scheduler};
@@ -456,7 +456,7 @@ impl Scheduler for Cfs {
         }
         self.renormalise(t, cpu);
         if self.cap.track && !first {
-            self.cap.update(cx, t, cpu, false);
+            self.cap.update(cx, t, cpu, Since::at_enqueue(flags));
         }
         self.cap.est_enqueue(cx, t, cpu);
         let min_vr = self.rqs[cpu].min_vruntime;
@@ -519,7 +519,7 @@ impl Scheduler for Cfs {
         self.rqs[cpu].curr = Some(t);
         self.update_min_vruntime(cpu);
         if self.cap.track {
-            self.cap.update(cx, t, cpu, false); // it waited, runnable, until now
+            self.cap.update(cx, t, cpu, Since::Waited); // it waited, runnable, until now
         }
         self.sync_tick(cx, cpu);
         Some(t)
@@ -545,7 +545,7 @@ impl Scheduler for Cfs {
         next
     }
 
-    fn task_load(&self, t: TaskId) -> Option<(u32, Option<u32>)> {
+    fn task_load(&self, t: TaskId) -> Option<super::TaskLoad> {
         self.cap.task_load(t)
     }
 
@@ -560,7 +560,7 @@ impl Scheduler for Cfs {
         self.update_curr(cpu, now);
         if runnable {
             if self.cap.track {
-                self.cap.update(cx, t, cpu, true);
+                self.cap.update(cx, t, cpu, Since::Ran);
             }
         } else {
             self.cap.sleep(cx, t, cpu);
@@ -581,7 +581,7 @@ impl Scheduler for Cfs {
             return;
         }
         if self.cap.track {
-            self.cap.update(cx, t, cpu, true);
+            self.cap.update(cx, t, cpu, Since::Ran);
         }
         if self.cap.capacity_aware {
             // Misfit: the task no longer fits this CPU.

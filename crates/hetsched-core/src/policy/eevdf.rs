@@ -91,7 +91,7 @@
 //! `h_nr_runnable`), and an exiting task that was delayed leaves the queue
 //! at the CPU's next pick or enqueue (the kernel's `task_dead_fair`).
 
-use super::fair::cap::CapAware;
+use super::fair::cap::{CapAware, Since};
 use super::fair::{self, calc_delta_fair, Balancer, FairQueues};
 #[path = "eevdf_tree.rs"]
 pub mod tree;
@@ -1391,7 +1391,7 @@ impl Scheduler for Eevdf {
         }
         let first = self.cap.first_seen(cx, t, cpu);
         if self.cap.track && !first {
-            self.cap.update(cx, t, cpu, false);
+            self.cap.update(cx, t, cpu, Since::at_enqueue(flags));
         }
         if first && self.cap.track {
             // `post_init_entity_util_avg` on the CPU it was placed on.
@@ -1481,7 +1481,7 @@ impl Scheduler for Eevdf {
         let prev = self.rqs[cpu].prev;
         let picked = self.pick_entity(cpu, cx.now);
         match picked {
-            Some(t) if self.cap.track => self.cap.update(cx, t, cpu, false), // it waited until now
+            Some(t) if self.cap.track => self.cap.update(cx, t, cpu, Since::Waited),
             Some(_) => {}
             None => self.cap.cpu_idle(cx, cpu),
         }
@@ -1514,7 +1514,7 @@ impl Scheduler for Eevdf {
         None
     }
 
-    fn task_load(&self, t: TaskId) -> Option<(u32, Option<u32>)> {
+    fn task_load(&self, t: TaskId) -> Option<super::TaskLoad> {
         self.cap.task_load(t)
     }
 
@@ -1527,7 +1527,7 @@ impl Scheduler for Eevdf {
         self.bal.touch(cpu);
         if runnable {
             if self.cap.track {
-                self.cap.update(cx, t, cpu, true);
+                self.cap.update(cx, t, cpu, Since::Ran);
             }
         } else {
             self.cap.sleep(cx, t, cpu);
@@ -1575,7 +1575,7 @@ impl Scheduler for Eevdf {
             return;
         }
         if self.cap.track {
-            self.cap.update(cx, t, cpu, true);
+            self.cap.update(cx, t, cpu, Since::Ran);
         }
         if self.cap.capacity_aware {
             // Misfit: the task no longer fits this CPU.

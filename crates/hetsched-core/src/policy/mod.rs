@@ -51,6 +51,18 @@ use crate::hw::{CpuId, Machine};
 use crate::os::{CpuSet, TaskId};
 use crate::time::SimTime;
 
+/// A task's load tracking as `/proc/PID/sched` shows the kernel's: its
+/// PELT averages as of its last update and its util_est EWMA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskLoad {
+    /// `se.avg.util_avg`, 0–1024.
+    pub util_avg: u32,
+    /// `se.avg.runnable_avg`, 0–1024.
+    pub runnable_avg: u32,
+    /// `se.avg.util_est` (`None` with util_est off).
+    pub util_est: Option<u32>,
+}
+
 /// The dispatch-level scheduling policy (see the module doc for the protocol).
 pub trait Scheduler {
     /// Registry name of the policy, with parameters if any.
@@ -126,11 +138,9 @@ pub trait Scheduler {
     fn uses_dsqs(&self) -> bool {
         false
     }
-    /// `task`'s load tracking, where the policy keeps the kernel's: its PELT
-    /// `util_avg` as of its last update and its util_est EWMA (`None` with
-    /// util_est off), as `/proc/PID/sched` shows `se.avg.util_avg` and
-    /// `se.avg.util_est`. Reported in the results' task table.
-    fn task_load(&self, _task: TaskId) -> Option<(u32, Option<u32>)> {
+    /// `task`'s load tracking, where the policy keeps the kernel's
+    /// ([`TaskLoad`]). Reported in the results' task table.
+    fn task_load(&self, _task: TaskId) -> Option<TaskLoad> {
         None
     }
     /// `SCX_OPS_ENQ_LAST`: a task whose slice ended with nothing else to run

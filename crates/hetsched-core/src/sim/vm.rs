@@ -217,7 +217,7 @@ impl Engine {
     /// Task `t`'s load tracking as the host scheduler keeps it
     /// ([`crate::policy::Scheduler::task_load`]); None for a guest thread
     /// (its scheduler is its VM's).
-    pub(crate) fn task_load(&self, t: TaskId) -> Option<(u32, Option<u32>)> {
+    pub(crate) fn task_load(&self, t: TaskId) -> Option<crate::policy::TaskLoad> {
         if self.is_guest(t) {
             return None;
         }

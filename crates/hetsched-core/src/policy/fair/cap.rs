@@ -233,18 +233,44 @@ fn cyclic_bits(words: &[u64], start: usize) -> impl Iterator<Item = usize> + '_ 
 }
 
 /// One step of `util_est_update`: the EWMA after a dequeue for sleep with
-/// utilisation `dequeued`. Raised to `dequeued` when that is higher; kept
-/// within `UTIL_EST_MARGIN`; otherwise `ewma − (ewma − dequeued) / 4` in the
+/// utilisation `dequeued` and runnable average `runnable`, on a CPU of
+/// original capacity `cap`. Raised to `dequeued` when that is higher; kept
+/// within `UTIL_EST_MARGIN`; kept when `dequeued` exceeds the CPU's
+/// capacity (no idle time to vouch for it) or when the task waited for a
+/// CPU (`dequeued + UTIL_EST_MARGIN < runnable`: it did not get all the
+/// time it wanted); otherwise `ewma − (ewma − dequeued) / 4` in the
 /// kernel's integer arithmetic (`((ewma << 2) − diff) >> 2`).
-pub(in crate::policy) fn util_est_ewma(ewma: u32, dequeued: u32) -> u32 {
+pub(in crate::policy) fn util_est_ewma(ewma: u32, dequeued: u32, runnable: u32, cap: u32) -> u32 {
     if ewma <= dequeued {
         return dequeued;
     }
     let diff = ewma - dequeued;
-    if diff < UTIL_EST_MARGIN {
+    if diff < UTIL_EST_MARGIN || dequeued > cap || dequeued + UTIL_EST_MARGIN < runnable {
         return ewma;
     }
     ((ewma << UTIL_EST_WEIGHT_SHIFT) - diff) >> UTIL_EST_WEIGHT_SHIFT
+}
+
+/// What a task did since its load tracking's last update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::policy) enum Since {
+    /// Slept (or blocked): neither runnable nor running.
+    Slept,
+    /// Waited for a CPU: runnable, not running.
+    Waited,
+    /// Ran.
+    Ran,
+}
+
+impl Since {
+    /// How a task enqueued with `flags` spent the time since its last
+    /// update: asleep if it woke up, else waiting (moved while runnable).
+    pub(in crate::policy) fn at_enqueue(flags: super::super::EnqFlags) -> Since {
+        match flags {
+            super::super::EnqFlags::New | super::super::EnqFlags::Wakeup => Since::Slept,
+            _ => Since::Waited,
+        }
+    }
 }
 
 // ------------------------------------------------------------- the state
@@ -279,6 +305,8 @@ struct CpuPelt {
     /// for, and that capacity (`Ctx::capacity` depends on the CPU and its
     /// frequency alone).
     cap_at: Option<(u32, u32)>,
+    /// Its original capacity ([`CapAware::cap_orig`]), once computed.
+    orig: Option<u32>,
 }
 
 /// Why EAS is off on a machine, if it is (the kernel's conditions).
@@ -469,7 +497,7 @@ impl CapAware {
         let now = self.clock_now(cx, cpu);
         let l = self.at(t);
         l.seen = true;
-        l.pelt = Pelt::start(now, NEW_TASK_UTIL as u32);
+        l.pelt = Pelt::start(now, NEW_TASK_UTIL as u32, NEW_TASK_UTIL as u32);
         l.pelt_cpu = Some(cpu);
         true
     }
@@ -548,7 +576,8 @@ impl CapAware {
         };
         let now = self.clock_now(cx, cpu);
         let l = self.at(t);
-        l.pelt = Pelt::start(now, util.floor() as u32); // an integer, as the kernel's
+        // An integer, as the kernel's; `runnable_avg` starts equal.
+        l.pelt = Pelt::start(now, util.floor() as u32, util.floor() as u32);
         l.pelt_cpu = Some(cpu);
     }
 
@@ -558,7 +587,9 @@ impl CapAware {
     /// to date there (`remove_entity_load_avg`), then attached at `cpu`'s
     /// clock and point in the period (`attach_entity_load_avg`).
     #[inline]
-    pub(in crate::policy) fn update(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId, running: bool) {
+    pub(in crate::policy) fn update(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId, since: Since) {
+        let running = since == Since::Ran;
+        let runnable = since != Since::Slept;
         let mhz = cx.cpu_mhz(cpu);
         let c = &mut self.cpus[cpu];
         let cap = match c.cap_at {
@@ -572,7 +603,7 @@ impl CapAware {
         let now = c.clock.advance_to(cx.now.0, cap);
         match self.load.get_mut(t) {
             Some(l) if l.pelt_cpu == Some(cpu) => {
-                l.pelt.update(now, running);
+                l.pelt.update(now, running, runnable);
                 if running {
                     c.last_sum = l.pelt.util_sum();
                 }
@@ -580,7 +611,7 @@ impl CapAware {
             _ => {
                 self.attach(cx, t, cpu, now);
                 let l = &mut self.load[t];
-                l.pelt.update(now, running);
+                l.pelt.update(now, running, runnable);
                 if running {
                     self.cpus[cpu].last_sum = l.pelt.util_sum();
                 }
@@ -597,9 +628,9 @@ impl CapAware {
         let old = from.map(|c| self.clock_now(cx, c));
         let l = self.at(t);
         if let Some(old) = old {
-            l.pelt.update(old, false);
+            l.pelt.update(old, false, false);
         }
-        l.pelt = Pelt::start(now, l.pelt.util());
+        l.pelt = Pelt::start(now, l.pelt.util(), l.pelt.runnable());
         l.pelt_cpu = Some(cpu);
     }
 
@@ -657,9 +688,13 @@ impl CapAware {
 
     /// `t`'s `util_avg` as of its last update and its util_est EWMA (with
     /// util_est on), if its load is tracked ([`super::super::Scheduler::task_load`]).
-    pub(in crate::policy) fn task_load(&self, t: TaskId) -> Option<(u32, Option<u32>)> {
+    pub(in crate::policy) fn task_load(&self, t: TaskId) -> Option<super::super::TaskLoad> {
         let l = self.load.get(t).filter(|l| self.track && l.seen)?;
-        Some((l.pelt.util(), self.util_est.then_some(l.ewma)))
+        Some(super::super::TaskLoad {
+            util_avg: l.pelt.util(),
+            runnable_avg: l.pelt.runnable(),
+            util_est: self.util_est.then_some(l.ewma),
+        })
     }
 
     /// `t`'s util_est EWMA.
@@ -778,13 +813,28 @@ impl CapAware {
         if !self.track {
             return;
         }
-        let before = self.load.get(t).map_or(0, |l| l.pelt.util());
-        self.update(cx, t, cpu, true);
+        let before = self
+            .load
+            .get(t)
+            .map_or((0, 0), |l| (l.pelt.util(), l.pelt.runnable()));
+        self.update(cx, t, cpu, Since::Ran);
         if self.util_est {
             let est_before = self.est_before_dequeue;
+            let cap = match self.cpus[cpu].orig {
+                Some(c) => c,
+                None => {
+                    let c = Self::cap_orig(cx, cpu);
+                    self.cpus[cpu].orig = Some(c);
+                    c
+                }
+            };
             let l = self.at(t);
-            let dequeued = if est_before { before } else { l.pelt.util() };
-            l.ewma = util_est_ewma(l.ewma, dequeued);
+            let (dequeued, runnable) = if est_before {
+                before
+            } else {
+                (l.pelt.util(), l.pelt.runnable())
+            };
+            l.ewma = util_est_ewma(l.ewma, dequeued, runnable, cap);
             self.est_dequeue(cx, t);
         }
     }
@@ -1063,20 +1113,26 @@ mod tests {
     #[test]
     fn util_est_ewma_follows_util_est_update() {
         // Rising: set to the dequeued value.
-        assert_eq!(util_est_ewma(100, 300), 300);
-        assert_eq!(util_est_ewma(300, 300), 300);
+        assert_eq!(util_est_ewma(100, 300, 0, 1024), 300);
+        assert_eq!(util_est_ewma(300, 300, 0, 1024), 300);
         // Within the margin (10): kept.
-        assert_eq!(util_est_ewma(300, 291), 300);
+        assert_eq!(util_est_ewma(300, 291, 0, 1024), 300);
         // diff = 300 − 100 = 200: (1200 − 200) >> 2 = 250.
-        assert_eq!(util_est_ewma(300, 100), 250);
+        assert_eq!(util_est_ewma(300, 100, 0, 1024), 250);
         // diff = 250 − 0 = 250: (1000 − 250) >> 2 = 187 (187.5 truncated).
-        assert_eq!(util_est_ewma(250, 0), 187);
+        assert_eq!(util_est_ewma(250, 0, 0, 1024), 187);
         // diff exactly the margin: updated, (40 − 10) >> 2 = 7.
-        assert_eq!(util_est_ewma(10, 0), 7);
+        assert_eq!(util_est_ewma(10, 0, 0, 1024), 7);
+        // Waited for a CPU (runnable above the sample by more than the
+        // margin): kept; by the margin or less: updated.
+        assert_eq!(util_est_ewma(300, 100, 111, 1024), 300);
+        assert_eq!(util_est_ewma(300, 100, 110, 1024), 250);
+        // A sample above the CPU's capacity: kept (no idle time).
+        assert_eq!(util_est_ewma(900, 500, 0, 446), 900);
         // Four samples of 0 from 400: 300, 225, 168 (168.75), 126.
         let mut e = 400;
         for want in [300, 225, 168, 126] {
-            e = util_est_ewma(e, 0);
+            e = util_est_ewma(e, 0, 0, 1024);
             assert_eq!(e, want);
         }
     }

@@ -113,8 +113,9 @@ fn segments(periods: u64, d1: u64, d3: u64) -> u64 {
 /// (`update_idle_rq_clock_pelt`'s divider).
 pub(in crate::policy) const SATURATED_SUM: u64 = (PELT_MIN_DIVIDER << 10) - LOAD_AVG_MAX;
 
-/// One entity's utilisation signal (`struct sched_avg`'s util part), in
-/// the PELT clock of the CPU it is attached to.
+/// One entity's utilisation and runnable signals (`struct sched_avg`'s
+/// util and runnable parts), in the PELT clock of the CPU it is attached
+/// to.
 #[derive(Clone, Copy, Debug, Default)]
 pub(in crate::policy) struct Pelt {
     /// `last_update_time`, ns of PELT clock: advanced by whole 1024 ns
@@ -122,25 +123,38 @@ pub(in crate::policy) struct Pelt {
     last: u64,
     /// `util_sum`: running units × 1024, decayed per period.
     util_sum: u64,
+    /// `runnable_sum`: runnable (running or waiting) units × 1024.
+    runnable_sum: u64,
     /// `period_contrib`: units already elapsed in the current period.
     period_contrib: u64,
     /// `util_avg`, 0..=1024.
     util_avg: u32,
+    /// `runnable_avg`, 0..=1024.
+    runnable_avg: u32,
 }
 
 impl Pelt {
-    /// A signal whose average is `util` at PELT time `now` (ns), as
-    /// `attach_entity_load_avg` sets one: the sum that average stands for at
-    /// the present point of the period.
-    pub(in crate::policy) fn start(now: u64, util: u32) -> Pelt {
+    /// A signal whose averages are `util` and `runnable` at PELT time `now`
+    /// (ns), as `attach_entity_load_avg` sets them: the sums those averages
+    /// stand for at the present point of the period.
+    pub(in crate::policy) fn start(now: u64, util: u32, runnable: u32) -> Pelt {
         let units = now >> 10;
         let period_contrib = units % PERIOD_UNITS;
+        let divider = PELT_MIN_DIVIDER + period_contrib;
         Pelt {
             last: units << 10,
-            util_sum: util as u64 * (PELT_MIN_DIVIDER + period_contrib),
+            util_sum: util as u64 * divider,
+            runnable_sum: runnable as u64 * divider,
             period_contrib,
             util_avg: util,
+            runnable_avg: runnable,
         }
+    }
+
+    /// `runnable_avg`.
+    #[inline]
+    pub(in crate::policy) fn runnable(&self) -> u32 {
+        self.runnable_avg
     }
 
     /// `util_avg`.
@@ -155,11 +169,12 @@ impl Pelt {
         self.util_sum
     }
 
-    /// `___update_load_sum` and `___update_load_avg`: bring the signal up
-    /// to PELT time `now` (ns); `running`: it ran since the last update
-    /// (else it waited or slept).
-    #[inline]
-    pub(in crate::policy) fn update(&mut self, now: u64, running: bool) {
+    /// `___update_load_sum` and `___update_load_avg`: bring the signals up
+    /// to PELT time `now` (ns); since the last update the entity ran
+    /// (`running`, which implies `runnable`), waited for a CPU (`runnable`
+    /// only) or slept (neither).
+    #[inline(always)]
+    pub(in crate::policy) fn update(&mut self, now: u64, running: bool, runnable: bool) {
         let Some(elapsed) = now.checked_sub(self.last) else {
             return;
         };
@@ -173,18 +188,25 @@ impl Pelt {
         let rem = total % PERIOD_UNITS;
         // Without a boundary crossed the new units count whole.
         let mut contrib = delta;
+        let runnable = runnable || running;
         if periods > 0 {
             self.util_sum = decay_load(self.util_sum, periods);
-            if running {
+            self.runnable_sum = decay_load(self.runnable_sum, periods);
+            if runnable {
                 contrib = segments(periods, PERIOD_UNITS - self.period_contrib, rem);
             }
         }
         self.period_contrib = rem;
+        if runnable {
+            self.runnable_sum += contrib << 10;
+        }
         if running {
             self.util_sum += contrib << 10;
         }
         if periods > 0 {
-            self.util_avg = (self.util_sum / (PELT_MIN_DIVIDER + rem)) as u32;
+            let divider = PELT_MIN_DIVIDER + rem;
+            self.util_avg = (self.util_sum / divider) as u32;
+            self.runnable_avg = (self.runnable_sum / divider) as u32;
         }
     }
 
@@ -194,7 +216,7 @@ impl Pelt {
     #[inline]
     pub(in crate::policy) fn util_at(&self, now: u64) -> u32 {
         let mut p = *self;
-        p.update(now, false);
+        p.update(now, false, false);
         p.util_avg
     }
 }
@@ -328,16 +350,16 @@ mod tests {
 
     #[test]
     fn an_entity_that_always_runs_converges_to_1024() {
-        let mut p = Pelt::start(0, 0);
+        let mut p = Pelt::start(0, 0, 0);
         for ms in 1..=1000 {
-            p.update(ms * MS, true);
+            p.update(ms * MS, true, true);
         }
         // 1024 · (1 − y^(≈954 periods)) in integer steps: the kernel's
         // util_avg of an always-running task tops out just below 1024.
         assert!((1000..=1024).contains(&p.util()), "{}", p.util());
         // 20 ms from 0: 1024 · (1 − y^19.07) = 346 (periods of 1.048576 ms).
-        let mut q = Pelt::start(0, 0);
-        q.update(20 * MS, true);
+        let mut q = Pelt::start(0, 0, 0);
+        q.update(20 * MS, true, true);
         assert!(q.util().abs_diff(346) <= 2, "{}", q.util());
     }
 
@@ -345,14 +367,14 @@ mod tests {
     fn a_sleeping_entity_halves_every_32_periods() {
         // Start at a period boundary with util 800; 32 periods of sleep
         // (32 · 1024 · 1024 ns) halve it, up to integer rounding.
-        let p0 = Pelt::start(0, 800);
+        let p0 = Pelt::start(0, 800, 800);
         let half = p0.util_at(32 * 1024 * 1024);
         assert!(half.abs_diff(400) <= 1, "{half}");
         // Inside the first period nothing changes (no boundary crossed).
         assert_eq!(p0.util_at(1023 * 1024), 800);
         // Less than a unit changes nothing at all.
         let mut p = p0;
-        p.update(1023, true);
+        p.update(1023, true, true);
         assert_eq!((p.last, p.util_sum), (p0.last, p0.util_sum));
     }
 
@@ -360,13 +382,13 @@ mod tests {
     fn updates_in_steps_give_the_sum_of_one_update() {
         // The sum does not depend on where the updates fall, as long as the
         // entity did the same thing throughout (the decay is per period).
-        let mut one = Pelt::start(300_000, 200);
+        let mut one = Pelt::start(300_000, 200, 200);
         let mut many = one;
-        one.update(47_300_000, true);
+        one.update(47_300_000, true, true);
         let mut t = 300_000;
         while t < 47_300_000 {
             t = (t + 1_337_000).min(47_300_000);
-            many.update(t, true);
+            many.update(t, true, true);
         }
         assert_eq!(one.period_contrib, many.period_contrib);
         // Integer truncation in each decay may lose a unit per step.
@@ -413,11 +435,11 @@ mod tests {
         let track = |cap: u32, run_ms: u64| {
             let mut c = PeltClock::default();
             c.run(0, cap);
-            let mut p = Pelt::start(0, 100);
-            p.update(c.now(run_ms * MS, cap), true);
+            let mut p = Pelt::start(0, 100, 100);
+            p.update(c.now(run_ms * MS, cap), true, true);
             let after_run = p.util();
             c.idle(run_ms * MS, cap, false);
-            p.update(c.now(100 * MS, cap), false);
+            p.update(c.now(100 * MS, cap), false, false);
             (after_run, p.util())
         };
         let slow = track(102, 60); // 102/1024 ≈ 0.1
@@ -427,5 +449,31 @@ mod tests {
         // Scaled in the contribution instead, the signal would fall toward
         // 102 while the task runs; on the clock it rises.
         assert!(slow.0 > 190, "{slow:?}");
+    }
+
+    #[test]
+    fn waiting_counts_as_runnable_not_as_running() {
+        // 10 ms waiting, then 10 ms running, from nothing: runnable_avg
+        // holds both, util_avg the running part only (decayed alike).
+        let mut p = Pelt::start(0, 0, 0);
+        p.update(10 * MS, false, true);
+        assert_eq!(p.util(), 0);
+        let waited = p.runnable();
+        assert!(waited > 150, "{waited}");
+        p.update(20 * MS, true, true);
+        let mut r = Pelt::start(0, 0, 0);
+        r.update(20 * MS, true, true);
+        // 20 ms runnable either way; 10 ms running is less than 20.
+        assert!(
+            p.runnable().abs_diff(r.runnable()) <= 1,
+            "{} {}",
+            p.runnable(),
+            r.runnable()
+        );
+        assert!(p.util() < r.util() * 2 / 3, "{} {}", p.util(), r.util());
+        // Asleep, both decay.
+        let (u, rn) = (p.util(), p.runnable());
+        p.update(60 * MS, false, false);
+        assert!(p.util() < u / 2 && p.runnable() < rn / 2);
     }
 }
