@@ -371,7 +371,9 @@ def run_suite(
 
 
 def table_text(rows: Sequence[Row]) -> str:
+    """The rows as a plain-text table (the one in ``docs/real-linux.md``)."""
     from .._text import table
+    from .suite import table_head
 
     body = [
         [
@@ -385,14 +387,5 @@ def table_text(rows: Sequence[Row]) -> str:
         ]
         for r in rows
     ]
-    head = [
-        "case",
-        "metric",
-        "target",
-        "real (median)",
-        "real noise",
-        f"sim ({SIM_POLICY})",
-        "verdict",
-    ]
     n = sum(r.verdict == "within" for r in rows)
-    return table(head, body) + f"\n{n} of {len(rows)} within"
+    return table(table_head("case", SIM_POLICY), body) + f"\n{n} of {len(rows)} within"

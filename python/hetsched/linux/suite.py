@@ -980,13 +980,10 @@ def table_text(rows: Sequence[Mapping[str, Any]]) -> str:
         ]
         for r in rows
     ]
-    head = [
-        "experiment",
-        "metric",
-        "target",
-        "real (median)",
-        "real noise",
-        f"sim ({SIM_POLICY})",
-        "verdict",
-    ]
-    return table(head, body)
+    return table(table_head("experiment", SIM_POLICY), body)
+
+
+def table_head(first: str, policy: str) -> list[str]:
+    """The columns of a suite's table (this one's and the PELT suite's):
+    ``first`` names the row's experiment or case."""
+    return [first, "metric", "target", "real (median)", "real noise", f"sim ({policy})", "verdict"]
