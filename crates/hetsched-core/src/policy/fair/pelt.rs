@@ -34,6 +34,8 @@
 //! entry when the task that last ran there is (the kernel sums every task
 //! attached to the runqueue, blocked ones included).
 
+use super::mul_div;
+
 /// `LOAD_AVG_PERIOD`: periods in a half-life.
 pub(in crate::policy) const LOAD_AVG_PERIOD: u64 = 32;
 /// `LOAD_AVG_MAX`: the largest sum of the series `1024 · Σ yⁿ` in the
@@ -90,13 +92,8 @@ pub(in crate::policy) fn decay_load(val: u64, n: u64) -> u64 {
     }
     let halvings = n / LOAD_AVG_PERIOD;
     let k = (n % LOAD_AVG_PERIOD) as usize;
-    let v = val >> halvings;
-    // `mul_u64_u32_shr`: 64-bit when the product fits (every utilisation
-    // sum does), 128-bit otherwise; the same result.
-    match v.checked_mul(Y_INV[k] as u64) {
-        Some(p) => p >> 32,
-        None => ((v as u128 * Y_INV[k] as u128) >> 32) as u64,
-    }
+    // `mul_u64_u32_shr(v, y_inv, 32)`.
+    mul_div(val >> halvings, Y_INV[k] as u64, 1 << 32)
 }
 
 /// `__accumulate_pelt_segments`: the contribution of `d1` units at the end
@@ -245,11 +242,7 @@ impl PeltClock {
         if self.busy {
             // `update_rq_clock_pelt`: the elapsed time scaled to the work
             // the CPU could do.
-            let scaled = match dt.checked_mul(cap as u64) {
-                Some(p) => p >> 10,
-                None => ((dt as u128 * cap as u128) >> 10) as u64,
-            };
-            (self.raw + scaled, self.lost)
+            (self.raw + mul_div(dt, cap as u64, 1024), self.lost)
         } else if dt == 0 {
             (self.raw, self.lost)
         } else {
