@@ -281,9 +281,9 @@ struct Load {
     /// PELT utilisation (`se.avg`), in the kernel's arithmetic, on the
     /// PELT clock of `pelt_cpu`.
     pelt: Pelt,
-    /// The CPU whose runqueue the signal is attached to.
+    /// The CPU whose runqueue the signal is attached to; `None` until the
+    /// task is first enqueued.
     pelt_cpu: Option<CpuId>,
-    seen: bool,
     /// util_est's EWMA.
     ewma: u32,
     /// The runqueue whose util_est sum holds this task, and what it added.
@@ -307,6 +307,46 @@ struct CpuPelt {
     cap_at: Option<(u32, u32)>,
     /// Its original capacity ([`CapAware::cap_orig`]), once computed.
     orig: Option<u32>,
+}
+
+impl CpuPelt {
+    /// `cx.capacity(cpu)` as cached, or computed if the CPU's frequency
+    /// changed since it was cached.
+    #[inline]
+    fn capacity_seen(&self, cx: &Ctx, cpu: CpuId) -> u32 {
+        match self.cap_at {
+            Some((mhz, cap)) if mhz == cx.cpu_mhz(cpu) => cap,
+            _ => cx.capacity(cpu),
+        }
+    }
+
+    /// `cx.capacity(cpu)`, computed again only when the CPU's frequency
+    /// changed since the last call.
+    #[inline(always)]
+    fn capacity(&mut self, cx: &Ctx, cpu: CpuId) -> u32 {
+        let mhz = cx.cpu_mhz(cpu);
+        let cap = match self.cap_at {
+            Some((at, cap)) if at == mhz => cap,
+            _ => self.capacity_changed(cx, cpu, mhz),
+        };
+        debug_assert_eq!(cap, cx.capacity(cpu), "capacity of cpu {cpu} at {mhz} MHz");
+        cap
+    }
+
+    /// The CPU's frequency changed: compute its capacity and cache it.
+    #[cold]
+    #[inline(never)]
+    fn capacity_changed(&mut self, cx: &Ctx, cpu: CpuId, mhz: u32) -> u32 {
+        let cap = cx.capacity(cpu);
+        self.cap_at = Some((mhz, cap));
+        cap
+    }
+
+    /// [`CapAware::cap_orig`], computed once.
+    #[inline]
+    fn orig_capacity(&mut self, cx: &Ctx, cpu: CpuId) -> u32 {
+        *self.orig.get_or_insert_with(|| CapAware::cap_orig(cx, cpu))
+    }
 }
 
 /// Why EAS is off on a machine, if it is (the kernel's conditions).
@@ -491,12 +531,11 @@ impl CapAware {
     /// [`CapAware::post_init`]). Whether it was the first.
     #[inline]
     pub(in crate::policy) fn first_seen(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId) -> bool {
-        if self.load.get(t).is_some_and(|l| l.seen) {
+        if self.load.get(t).is_some_and(|l| l.pelt_cpu.is_some()) {
             return false;
         }
         let now = self.clock_now(cx, cpu);
         let l = self.at(t);
-        l.seen = true;
         l.pelt = Pelt::start(now, NEW_TASK_UTIL as u32, NEW_TASK_UTIL as u32);
         l.pelt_cpu = Some(cpu);
         true
@@ -506,11 +545,7 @@ impl CapAware {
     #[inline]
     fn clock_now(&self, cx: &Ctx, cpu: CpuId) -> u64 {
         let c = &self.cpus[cpu];
-        let cap = match c.cap_at {
-            Some((mhz, cap)) if mhz == cx.cpu_mhz(cpu) => cap,
-            _ => cx.capacity(cpu),
-        };
-        c.clock.now(cx.now.0, cap)
+        c.clock.now(cx.now.0, c.capacity_seen(cx, cpu))
     }
 
     /// A task starts running on `cpu` (its PELT clock runs at the CPU's
@@ -527,9 +562,10 @@ impl CapAware {
     fn cpu_run_work(&mut self, cx: &Ctx, cpu: CpuId) {
         // A switch between tasks changes nothing: the scheduler's updates
         // of the two tasks brought the clock up to now.
-        if !self.cpus[cpu].clock.busy() {
-            let cap = self.capacity_now(cx, cpu);
-            self.cpus[cpu].clock.run(cx.now.0, cap);
+        let c = &mut self.cpus[cpu];
+        if !c.clock.busy() {
+            let cap = c.capacity(cx, cpu);
+            c.clock.run(cx.now.0, cap);
         }
     }
 
@@ -544,8 +580,8 @@ impl CapAware {
 
     #[inline(never)]
     fn cpu_idle_work(&mut self, cx: &Ctx, cpu: CpuId) {
-        let cap = self.capacity_now(cx, cpu);
         let c = &mut self.cpus[cpu];
+        let cap = c.capacity(cx, cpu);
         let saturated = c.last_sum >= SATURATED_SUM;
         c.clock.idle(cx.now.0, cap, saturated);
     }
@@ -590,32 +626,16 @@ impl CapAware {
     pub(in crate::policy) fn update(&mut self, cx: &Ctx, t: TaskId, cpu: CpuId, since: Since) {
         let running = since == Since::Ran;
         let runnable = since != Since::Slept;
-        let mhz = cx.cpu_mhz(cpu);
         let c = &mut self.cpus[cpu];
-        let cap = match c.cap_at {
-            Some((at, cap)) if at == mhz => cap,
-            _ => {
-                let cap = cx.capacity(cpu);
-                c.cap_at = Some((mhz, cap));
-                cap
-            }
-        };
+        let cap = c.capacity(cx, cpu);
         let now = c.clock.advance_to(cx.now.0, cap);
-        match self.load.get_mut(t) {
-            Some(l) if l.pelt_cpu == Some(cpu) => {
-                l.pelt.update(now, running, runnable);
-                if running {
-                    c.last_sum = l.pelt.util_sum();
-                }
-            }
-            _ => {
-                self.attach(cx, t, cpu, now);
-                let l = &mut self.load[t];
-                l.pelt.update(now, running, runnable);
-                if running {
-                    self.cpus[cpu].last_sum = l.pelt.util_sum();
-                }
-            }
+        if self.load.get(t).is_none_or(|l| l.pelt_cpu != Some(cpu)) {
+            self.attach(cx, t, cpu, now);
+        }
+        let l = &mut self.load[t];
+        l.pelt.update(now, running, runnable);
+        if running {
+            self.cpus[cpu].last_sum = l.pelt.util_sum();
         }
     }
 
@@ -634,32 +654,14 @@ impl CapAware {
         l.pelt_cpu = Some(cpu);
     }
 
-    /// `cx.capacity(c)`, computed again only when `c`'s frequency changed
-    /// since the last call.
-    #[inline]
-    fn capacity_now(&mut self, cx: &Ctx, c: CpuId) -> u32 {
-        let mhz = cx.cpu_mhz(c);
-        let cap = match self.cpus.get(c).and_then(|p| p.cap_at) {
-            Some((at, cap)) if at == mhz => cap,
-            _ => {
-                let cap = cx.capacity(c);
-                if let Some(p) = self.cpus.get_mut(c) {
-                    p.cap_at = Some((mhz, cap));
-                }
-                cap
-            }
-        };
-        debug_assert_eq!(cap, cx.capacity(c), "capacity of cpu {c} at {mhz} MHz");
-        cap
-    }
-
     /// `t`'s utilisation decayed to now (no update): `task_util`.
     pub(in crate::policy) fn util_now(&self, cx: &Ctx, t: TaskId) -> f64 {
         match self.load.get(t) {
-            Some(l) if l.seen => match l.pelt_cpu {
-                Some(c) => l.pelt.util_at(self.clock_now(cx, c)) as f64,
-                None => l.pelt.util() as f64,
-            },
+            Some(Load {
+                pelt,
+                pelt_cpu: Some(c),
+                ..
+            }) => pelt.util_at(self.clock_now(cx, *c)) as f64,
             _ => self.unseen_util(), // a new task (see `first_seen`)
         }
     }
@@ -689,7 +691,10 @@ impl CapAware {
     /// `t`'s `util_avg` as of its last update and its util_est EWMA (with
     /// util_est on), if its load is tracked ([`super::super::Scheduler::task_load`]).
     pub(in crate::policy) fn task_load(&self, t: TaskId) -> Option<super::super::TaskLoad> {
-        let l = self.load.get(t).filter(|l| self.track && l.seen)?;
+        let l = self
+            .load
+            .get(t)
+            .filter(|l| self.track && l.pelt_cpu.is_some())?;
         Some(super::super::TaskLoad {
             util_avg: l.pelt.util(),
             runnable_avg: l.pelt.runnable(),
@@ -820,14 +825,7 @@ impl CapAware {
         self.update(cx, t, cpu, Since::Ran);
         if self.util_est {
             let est_before = self.est_before_dequeue;
-            let cap = match self.cpus[cpu].orig {
-                Some(c) => c,
-                None => {
-                    let c = Self::cap_orig(cx, cpu);
-                    self.cpus[cpu].orig = Some(c);
-                    c
-                }
-            };
+            let cap = self.cpus[cpu].orig_capacity(cx, cpu);
             let l = self.at(t);
             let (dequeued, runnable) = if est_before {
                 before
