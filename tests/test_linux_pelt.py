@@ -55,14 +55,15 @@ def test_bursts_split_at_sleeps_and_find_the_ticks() -> None:
     assert b.util == [398, 397, 398, 397]
     assert b.est == [365, 366, 367, 368]
     assert b.runnable == [397] * 4
-    assert b.dequeue_ns == [k * 100_000_000 + 20_000_000 for k in range(5, 9)]
+    # Releases: each dequeue (at 20 ms) less the 20 ms of CPU time.
+    assert b.release_ns == [k * 100_000_000 for k in range(5, 9)]
     # The wake-up (at the dequeue less 20 ms) is not a tick.
     assert b.tick_ns == [
         t for k in range(5, 9) for t in (k * 10**8 + 1_800_000, k * 10**8 + 5_800_000)
     ]
     # Ticks 1.8 ms after the release: start the simulated task 2.2 ms
     # before a tick of its grid.
-    assert pelt.start_offset_ms([b], 20_000, 1) == pytest.approx(2.2)
+    assert pelt.start_offset_ms([b]) == pytest.approx(2.2)
     with pytest.raises(LinuxError, match="bursts sampled"):
         pelt.bursts({**rec, "samples": [samples[:12]]})
 

@@ -174,11 +174,11 @@ class Bursts:
     est: list[int]
     #: ``runnable_avg`` the burst's dequeue left.
     runnable: list[int]
-    #: Times of the bursts' dequeues (their last updates), ns.
-    dequeue_ns: list[int]
+    #: The bursts' releases, ns: each dequeue (the burst's last update) less
+    #: the CPU time of the tasks released with it (they ran at full speed).
+    release_ns: list[int]
     #: Times of the bursts' ticks, ns: their updates but the last, without
-    #: those within 0.5 ms of the burst's release (its wake-up), which is
-    #: its dequeue less the CPU time of the tasks released with it.
+    #: those within 0.5 ms of the burst's release (its wake-up).
     tick_ns: list[int]
 
 
@@ -189,8 +189,7 @@ def bursts(rec: dict[str, Any], task: int = 0) -> Bursts:
     (and, for tasks that share the CPU, picks and preemptions)."""
     gap_ns = rec["period_us"] * 1000 / 3
     groups: list[list[list[int]]] = []
-    samples = rec["samples"][task] if rec.get("copies") else rec["samples"]
-    for s in samples:
+    for s in rec["samples"][task]:
         if groups and s[0] - groups[-1][-1][0] < gap_ns:
             groups[-1].append(s)
         else:
@@ -200,13 +199,20 @@ def bursts(rec: dict[str, Any], task: int = 0) -> Bursts:
         raise LinuxError(
             f"periodic {rec['run_us']} {rec['period_us']}: only {len(groups)} bursts sampled"
         )
-    busy_ns = rec.get("copies", 1) * rec["run_us"] * 1000
+    busy_ns = rec["copies"] * rec["run_us"] * 1000
+    releases = [g[-1][0] - busy_ns for g in groups]
+    ticks = [
+        s[0]
+        for g, r in zip(groups, releases, strict=True)
+        for s in g[:-1]
+        if abs(s[0] - r) > 500_000
+    ]
     return Bursts(
         [g[-1][1] for g in groups],
         [g[-1][2] for g in groups],
         [g[-1][3] for g in groups],
-        [g[-1][0] for g in groups],
-        [s[0] for g in groups for s in g[:-1] if abs(s[0] - (g[-1][0] - busy_ns)) > 500_000],
+        releases,
+        ticks,
     )
 
 
@@ -221,20 +227,19 @@ def _mode_residue(times: Sequence[float], tick_ns: float, bin_ns: float = 1e5) -
     return statistics.fmean(best)
 
 
-def start_offset_ms(per_task: Sequence[Bursts], run_us: int, copies: int) -> float:
+def start_offset_ms(per_task: Sequence[Bursts]) -> float:
     """Where to start the simulated tasks so that the ticks fall in their
     bursts where the recording shows them: the kernel's tick grid is the
     most common residue of the non-final updates (ticks) modulo the tick,
-    the release grid the most common residue of the dequeues less the CPU
-    time of the tasks released together (they ran at full speed). Where the
+    the release grid the most common residue of the releases. Where the
     period is not a multiple of the tick, releases fall at more than one
     place relative to the ticks; the most common is taken."""
     tick_ns = TICK_MS * 1e6
-    ends = [t - copies * run_us * 1000 for b in per_task for t in b.dequeue_ns]
+    releases = [t for b in per_task for t in b.release_ns]
     ticks = [t for b in per_task for t in b.tick_ns]
-    if not ends or not ticks:
+    if not releases or not ticks:
         return 0.0
-    release = _mode_residue(ends, tick_ns)
+    release = _mode_residue(releases, tick_ns)
     tick = _mode_residue(ticks, tick_ns)
     return ((release - tick) % tick_ns) / 1e6
 
@@ -243,8 +248,8 @@ def simulate(
     run_us: int, period_us: int, copies: int = 1, start_ms: float = 0.0, periods: int = 40
 ) -> list[tuple[int, int, int]]:
     """Each task's ``util_avg``, ``util_est`` and ``runnable_avg`` in the
-    simulator, read in
-    the sleep after ``periods`` bursts; the tasks start at ``start_ms`` (the
+    simulator, read in the sleep after ``periods`` bursts; the tasks start
+    at ``start_ms`` (the
     machine's ticks fall on multiples of :data:`TICK_MS`) on CPU 1 of two,
     as the real ones."""
     import hetsched
@@ -310,7 +315,7 @@ def run_suite(
     """Measure (or read ``recorded``) and simulate every case."""
     if recorded is not None:
         data = json.loads(Path(recorded).read_text())
-        recs = {(r["run_us"], r["period_us"], r.get("copies", 1)): r for r in data["cases"]}
+        recs = {(r["run_us"], r["period_us"], r["copies"]): r for r in data["cases"]}
         missing = [c for c in cases if c not in recs]
         if missing:
             raise LinuxError(f"{recorded}: no recording of case(s) {missing}")
@@ -335,7 +340,7 @@ def run_suite(
     for run_us, period_us, copies in cases:
         rec = recs[(run_us, period_us, copies)]
         per_task = [bursts(rec, i) for i in range(copies)]
-        start_ms = start_offset_ms(per_task, run_us, copies)
+        start_ms = start_offset_ms(per_task)
         sims = simulate(run_us, period_us, copies, start_ms)
         name = f"{run_us / 1000:g} ms every {period_us / 1000:g} ms"
         if copies > 1:
