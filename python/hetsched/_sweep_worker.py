@@ -180,28 +180,26 @@ def sha256(path: Path) -> str:
 def save_run(run_dir: Path, row: dict[str, Any], raw: str | None) -> None:
     """Write one run's folder: the files of :meth:`Results.save` (when the
     run produced results) and, last, ``row.json`` with their checksums."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    # row.json goes first, then every other file of an earlier attempt, so
-    # that the folder holds this run's files only.
-    with contextlib.suppress(FileNotFoundError):
-        (run_dir / "row.json").unlink()
-    for old in run_dir.iterdir():
-        if old.is_file():
-            old.unlink()
-    known: dict[str, str] = {}
+    try:
+        run_dir.mkdir(parents=True)
+        fresh = True
+    except FileExistsError:
+        fresh = False
+        # row.json goes first, then every other file of an earlier attempt,
+        # so that the folder holds this run's files only.
+        with contextlib.suppress(FileNotFoundError):
+            (run_dir / "row.json").unlink()
+        for old in run_dir.iterdir():
+            if old.is_file():
+                old.unlink()
+    files: dict[str, str] = {}
     if raw is not None:
-        from .results import MANIFEST, Results
+        from .results import Results
 
-        Results(raw).save(run_dir)
-        # The manifest holds the checksum of every other file the save wrote
-        # (taken as each was written): no second read of each file.
-        manifest = json.loads((run_dir / MANIFEST).read_text("utf-8"))
-        known = {name: meta["sha256"] for name, meta in manifest["files"].items()}
-    files = {
-        p.name: known.get(p.name) or sha256(p)
-        for p in sorted(run_dir.iterdir())
-        if p.is_file() and not p.name.startswith(".")
-    }
+        # The checksums are taken from the bytes as the save wrote them (the
+        # manifest's included): no file is read back.
+        written = Results(raw)._save_files(run_dir, clean=not fresh)
+        files = {name: written[name]["sha256"] for name in sorted(written)}
     # row.json last, written whole: its presence marks the run finished and
     # its checksums let a resumed sweep check the other files.
     tmp = tmp_name(run_dir / "row.json")

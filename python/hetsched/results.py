@@ -395,9 +395,21 @@ class Results:
         runs)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        self._save_files(out, announce=announce)
+        return out
+
+    def _save_files(
+        self, out: Path, *, announce: Any = None, clean: bool = True
+    ) -> dict[str, dict[str, Any]]:
+        """:meth:`save` into the existing folder ``out``; returns each file
+        written, the manifest included, with its size and SHA-256, taken from
+        the bytes as they were written (no file is read back). ``clean=False``
+        is for a folder the caller knows holds no result files (just made, or
+        emptied): nothing is looked for to remove."""
         # No manifest while the files are written: a save cut short by
         # anything but Ctrl-C leaves none to vouch for a half-written folder.
-        _remove_earlier_run(out)
+        if clean:
+            _remove_earlier_run(out)
         summary = {**self.summary, "warnings": self.warnings}
         files: dict[str, dict[str, Any]] = {}
         writers = self._writers(summary)
@@ -407,8 +419,10 @@ class Results:
                 current = out / name
                 if announce is not None:
                     announce(name)
-                write(current)
-                files[name] = _file_meta(current)
+                data = write(current)
+                # A writer returns the file's bytes, or None when it wrote
+                # a file too large to hold whole (a trace) itself.
+                files[name] = _file_meta(current) if data is None else _put(current, data)
                 current = None
         except KeyboardInterrupt:
             if current is not None:
@@ -421,27 +435,27 @@ class Results:
                 + " not written; the results are partial"
             )
             marked = {**summary, "partial": True, "warnings": [*self.warnings, note]}
-            _write_json(out / "summary.json", marked)
-            files["summary.json"] = _file_meta(out / "summary.json")
+            files["summary.json"] = _put(out / "summary.json", _json_bytes(marked))
             _write_manifest(out, self, files)
             raise
-        _write_manifest(out, self, files)
-        return out
+        return {**files, MANIFEST: _write_manifest(out, self, files)}
 
     def _writers(self, summary: dict[str, Any]) -> list[tuple[str, Any]]:
         """(file name, function writing it at a path), in the order written:
         the summary first, then the tables, the scenario and the trace files."""
-        out: list[tuple[str, Any]] = [("summary.json", lambda p: _write_json(p, summary))]
+        out: list[tuple[str, Any]] = [("summary.json", lambda p: _json_bytes(summary))]
 
         def table(attr: str) -> Any:
-            def write(p: Path) -> None:
+            def write(p: Path) -> bytes | None:
                 # A table read through its attribute is written from that
                 # DataFrame (it may have been changed); otherwise straight
                 # from the core's rows, without pandas, to the same bytes.
-                if attr in self.__dict__ or not _write_rows_csv(
-                    p, self._rows(attr) or [], _FLOAT_COLUMNS.get(attr, ())
-                ):
-                    _csv_ready(getattr(self, attr)).to_csv(p, index=False)
+                if attr not in self.__dict__:
+                    data = _rows_csv_bytes(self._rows(attr) or [], _FLOAT_COLUMNS.get(attr, ()))
+                    if data is not None:
+                        return data
+                _csv_ready(getattr(self, attr)).to_csv(p, index=False)
+                return None
 
             return write
 
@@ -456,7 +470,7 @@ class Results:
         for name in ("reconfigs", "proxies"):
             if self._rows(name):
                 out.append((f"{name}.csv", table(name)))
-        out.append(("scenario.json", lambda p: _write_json(p, self.scenario)))
+        out.append(("scenario.json", lambda p: _json_bytes(self.scenario)))
         if self.trace:
             from . import traces
 
@@ -514,11 +528,15 @@ def verify_run_folder(d: str | Path) -> dict[str, Any] | None:
 
 
 def _remove_earlier_run(out: Path) -> None:
+    # One listing of the folder instead of a removal tried for every name:
+    # a sweep saves hundreds of runs, and each file-system call counts.
+    present = set(os.listdir(out))
     for name in (MANIFEST, *RESULT_FILES, *DERIVED_FILES):
-        with contextlib.suppress(FileNotFoundError):
-            (out / name).unlink()
+        if name in present:
+            with contextlib.suppress(FileNotFoundError):
+                (out / name).unlink()
     plots = out / "plots"
-    if plots.is_dir():
+    if "plots" in present and plots.is_dir():
         for kind in DERIVED_PLOT_KINDS:
             for suffix in DERIVED_PLOT_SUFFIXES:
                 with contextlib.suppress(FileNotFoundError):
@@ -531,7 +549,15 @@ def _file_meta(path: Path) -> dict[str, Any]:
     return {"bytes": path.stat().st_size, "sha256": _sha256(path)}
 
 
-def _write_manifest(out: Path, res: Results, files: Mapping[str, Any]) -> None:
+def _put(path: Path, data: bytes) -> dict[str, Any]:
+    """Write ``data`` to ``path``; its size and SHA-256 from the bytes written."""
+    path.write_bytes(data)
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _write_manifest(out: Path, res: Results, files: Mapping[str, Any]) -> dict[str, Any]:
+    """Write ``out``'s manifest (under a temporary name, then renamed) listing
+    ``files``; returns the manifest's own size and SHA-256."""
     files = {name: files[name] for name in RESULT_FILES if name in files}
     created = datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds")
     # The id tells runs apart: the resolved scenario (seed included), what it
@@ -547,8 +573,9 @@ def _write_manifest(out: Path, res: Results, files: Mapping[str, Any]) -> None:
         "files": files,
     }
     tmp = out / f".{MANIFEST}.{os.getpid()}.tmp"
-    _write_json(tmp, manifest)
+    meta = _put(tmp, _json_bytes(manifest))
     tmp.replace(out / MANIFEST)
+    return meta
 
 
 def _sha256(path: Path) -> str:
@@ -801,14 +828,25 @@ def _write_rows_csv(path: Path, rows: Sequence[Mapping[str, Any]], floats: Seque
     for byte what ``_csv_ready(_frame(rows)).to_csv(path, index=False)``
     writes, without pandas. Returns False, writing nothing, for a table whose
     values it does not model (see :func:`_column_cells`)."""
+    data = _rows_csv_bytes(rows, floats)
+    if data is None:
+        return False
+    path.write_bytes(data)
+    return True
+
+
+def _rows_csv_bytes(rows: Sequence[Mapping[str, Any]], floats: Sequence[str]) -> bytes | None:
+    """The bytes :func:`_write_rows_csv` writes, or None for a table whose
+    values it does not model."""
     import csv
+    import io
 
     rows = list(rows)
     if not all(type(r) is dict for r in rows):
-        return False
+        return None
     columns = list(dict.fromkeys(k for r in rows for k in r))
     if rows and not columns:
-        return False
+        return None
     # Longer tables become DataFrames piece by piece (:func:`_frame`): equal
     # to one conversion when every piece gives each column the same kind.
     size = FRAME_ROWS if len(rows) > FRAME_ROWS else max(len(rows), 1)
@@ -820,21 +858,22 @@ def _write_rows_csv(path: Path, rows: Sequence[Mapping[str, Any]], floats: Seque
         for i in range(0, len(values), size):
             got = _column_cells(values[i : i + size], c in floats)
             if got is None:
-                return False
+                return None
             kinds.add(got[0])
             column += got[1]
         if len(kinds) > 1:
-            return False
+            return None
         cells.append(column)
-    with path.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, lineterminator=os.linesep, quoting=csv.QUOTE_MINIMAL)
-        writer.writerow(columns)
-        writer.writerows(zip(*cells, strict=True))
-    return True
+    text = io.StringIO(newline="")
+    writer = csv.writer(text, lineterminator=os.linesep, quoting=csv.QUOTE_MINIMAL)
+    writer.writerow(columns)
+    writer.writerows(zip(*cells, strict=True))
+    return text.getvalue().encode("utf-8")
 
 
-def _write_json(path: Path, value: object) -> None:
-    path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+def _json_bytes(value: object) -> bytes:
+    """A result file's JSON: indented, keys sorted, a final newline."""
+    return (json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
 def _finite(value: object) -> bool:

@@ -345,8 +345,12 @@ def _sweep_locked(
 ) -> pd.DataFrame:
     rows: dict[int, dict[str, Any]] = {}
     todo: list[_Job] = []
+    # The run folders there are, listed once: a new sweep has none to check.
+    present = _run_folders(out_dir) if out_dir is not None else set()
     for job in jobs:
-        done = _finished_row(out_dir, job) if out_dir is not None else None
+        done = (
+            _finished_row(out_dir, job) if out_dir is not None and job.run_id in present else None
+        )
         if done is not None:
             rows[job.index] = done
         else:
@@ -788,6 +792,14 @@ class _FolderLock:
                 os.ftruncate(self.fd, 0)
             os.close(self.fd)  # closing the last descriptor releases the lock
             self.fd = None
+
+
+def _run_folders(out_dir: Path) -> set[str]:
+    """The names in the sweep folder's ``runs/`` (none when it is missing)."""
+    try:
+        return set(os.listdir(out_dir / "runs"))
+    except FileNotFoundError:
+        return set()
 
 
 def _finished_row(out_dir: Path, job: _Job) -> dict[str, Any] | None:
