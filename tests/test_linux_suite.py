@@ -197,8 +197,10 @@ def test_suite_from_recorded_traces(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.skipif(not RECORDED, reason="no recorded traces in data/linux-traces")
 def test_recorded_traces_are_small() -> None:
+    # About 300 kB for the 2 s experiments and 370 kB for spin3's five 30 s
+    # runs (a context switch every 1.4 ms).
     total = sum(p.stat().st_size for p in DATA.iterdir())
-    assert total < 400_000, total
+    assert total < 800_000, total
 
 
 def _can_run_live() -> str | None:
@@ -248,6 +250,63 @@ def test_a_bad_recorded_trace_is_one_error_naming_its_line(
     assert main([*argv, "--recorded", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("hetsched: error: ") and "nice-pair#1:2: not a trace line" in err
+
+
+def test_saving_one_experiment_keeps_the_others_and_says_how_long_its_runs_were(
+    tmp_path: Path,
+) -> None:
+    def run(pid: int) -> suite.RealRun:
+        return suite.RealRun("# tracer: nop\n", {"a": pid}, 1.0)
+
+    suite.save({"nice-pair": [run(1)], "spin3": [run(2), run(3)]}, tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.xz")) == [
+        "nice-pair-1.trace.xz",
+        "spin3-1.trace.xz",
+        "spin3-2.trace.xz",
+    ]
+    # spin3 again, with one run of 30 s: its old second trace goes, nice-pair stays.
+    suite.save({"spin3": [run(4)]}, tmp_path, {"spin3": 30})
+    assert sorted(p.name for p in tmp_path.glob("*.xz")) == [
+        "nice-pair-1.trace.xz",
+        "spin3-1.trace.xz",
+    ]
+    manifest, runs = suite.load_recorded(tmp_path)
+    assert [r.pids for r in runs["nice-pair"]] == [{"a": 1}]
+    assert [r.pids for r in runs["spin3"]] == [{"a": 4}]
+    assert suite.recorded_duration(manifest, "spin3") == 30.0
+    assert suite.recorded_duration(manifest, "nice-pair") == suite.DURATION_S
+    # A manifest from before per-experiment entries: its one duration.
+    assert suite.recorded_duration({"duration_s": 2}, "spin3") == 2.0
+
+
+def test_recorded_runs_of_another_length_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "spin3-1.trace").write_text("# tracer: nop\n")
+    manifest = {
+        "duration_s": 2,
+        "experiments": {
+            "spin3": [{"file": "spin3-1.trace", "pids": {"a": 1, "b": 2, "c": 3}, "start_s": 1.0}]
+        },
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    argv = ["linux", "validate-sim", "--suite", "eevdf", "--only", "spin3"]
+    assert main([*argv, "--recorded", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("hetsched: error: ")
+    assert "'spin3' was recorded with runs of 2 s, but it now runs 30 s" in err
+    assert "--only spin3 --save-traces" in err
+
+
+def test_spin3_measures_a_window_of_its_own_length() -> None:
+    exp = next(e for e in suite.experiments() if e.name == "spin3")
+    assert exp.duration_s == suite.SPIN3_DURATION_S
+    assert exp.window_s == (0.3, suite.SPIN3_DURATION_S - 0.1)
+    assert all(p.args == ["spin", str(suite.SPIN3_DURATION_S)] for p in exp.procs)
+    assert suite._scenario(exp)["duration_s"] == float(suite.SPIN3_DURATION_S)
+    # The others keep the 2 s runs and their 0.3-1.9 s window exactly.
+    other = next(e for e in suite.experiments() if e.name == "nice-pair")
+    assert other.window_s == suite.WINDOW_S
 
 
 CHURN_COST = DATA / "churn-cost" / "result.json"

@@ -69,10 +69,23 @@ from . import LinuxError
 #: slice" and "The sleeper's tail", has the evidence.
 SIM_POLICY = "eevdf[kernel=6.18,charge=continual]"
 
-#: Length of each real experiment and the part of it that is measured
+#: Length of each real experiment, unless it says otherwise
+#: (:attr:`Experiment.duration_s`), and the part of it that is measured
 #: (start-up and the last moments are left out).
 DURATION_S = 2
 WINDOW_S = (0.3, 1.9)
+#: Where a measured window starts after the common start, and how long
+#: before the end it stops.
+WINDOW_START_S = 0.3
+WINDOW_END_GAP_S = 0.1
+#: spin3's runs. Over :data:`DURATION_S` (a 1.6 s window, about nine
+#: migrations) each spinner's CPU time per second moved by ±0.07 to ±0.14
+#: s/s between the five recorded runs (half their range): two to four times
+#: its ±5 % target (±0.033 s/s), so the row could only say "noise-limited".
+#: Such noise falls as the square root of the window: a 29.6 s window puts
+#: it near ±0.023 s/s, within the target with room. The simulated run is as
+#: long.
+SPIN3_DURATION_S = 30
 #: Where the recorded traces of this suite live.
 DATA_DIR = Path(__file__).resolve().parents[3] / "data" / "linux-traces"
 
@@ -119,6 +132,18 @@ class Experiment:
     #: the real runs and replayed in the simulator as an ``outside`` program
     #: on the role's CPUs (:func:`outside_activity`).
     outside_of: tuple[str, ...] = ()
+    #: Length of each run, real and simulated (s).
+    duration_s: float = DURATION_S
+
+    @property
+    def window_s(self) -> tuple[float, float]:
+        """The measured part of a run (s from the common start)."""
+        return (WINDOW_START_S, round(self.duration_s - WINDOW_END_GAP_S, 9))
+
+    def window_ns(self, t0: int = 0) -> tuple[int, int]:
+        """:attr:`window_s` in ns of a trace whose common start is ``t0``."""
+        lo, hi = self.window_s
+        return (t0 + int(lo * 1e9), t0 + int(hi * 1e9))
 
 
 @dataclass
@@ -289,10 +314,12 @@ def measure_churn_cost(
 
 def recorded_churn_cost(folder: Path) -> dict[str, Any]:
     """:func:`measure_churn_cost`'s result from traces it saved in ``folder``."""
-    _, runs = load_recorded(folder)
+    manifest, runs = load_recorded(folder)
     if not runs.get("churn-cost"):
         raise LinuxError(f"{folder}: no recorded traces of the churn-cost measurement")
-    return _churn_cost_result(churn_cost_experiment(), runs["churn-cost"], None)
+    exp = churn_cost_experiment()
+    check_duration(exp, manifest, folder)
+    return _churn_cost_result(exp, runs["churn-cost"], None)
 
 
 def _churn_cost_result(
@@ -311,8 +338,8 @@ def experiments() -> list[Experiment]:
     d = str(DURATION_S)
     spin = {"kind": "sequential", "work_ms": 1e9}
 
-    def spinner(role: str, cpus: list[int], nice: int = 0) -> Proc:
-        return Proc(role, ["spin", d], cpus, dict(spin), nice)
+    def spinner(role: str, cpus: list[int], nice: int = 0, seconds: str = d) -> Proc:
+        return Proc(role, ["spin", seconds], cpus, dict(spin), nice)
 
     def periodic(slice_us: int | None) -> Proc:
         return Proc(
@@ -359,7 +386,7 @@ def experiments() -> list[Experiment]:
         Experiment(
             "spin3",
             "three spinners on two CPUs",
-            [spinner(r, [0, 1]) for r in spin3],
+            [spinner(r, [0, 1], seconds=str(SPIN3_DURATION_S)) for r in spin3],
             [
                 Metric(f"CPU time of spinner {r} per second", "s/s", _cpu(r), ("rel", 0.05, 0.0))
                 for r in spin3
@@ -368,6 +395,7 @@ def experiments() -> list[Experiment]:
                 Metric("migrations per second", "/s", _rate(spin3, "migrations"), ("rel", 0.30, 0)),
                 Metric("median slice of the spinners", "ms", _slice_median(spin3), SLICE),
             ],
+            duration_s=SPIN3_DURATION_S,
         ),
         Experiment(
             "periodic",
@@ -457,7 +485,7 @@ def _scenario(exp: Experiment, probe_slice: bool = False) -> dict[str, Any]:
     return {
         "name": f"suite-{exp.name}",
         "seed": 1,
-        "duration_s": float(DURATION_S),
+        "duration_s": float(exp.duration_s),
         "scheduler": SIM_POLICY,
         "governor": "performance",
         "machine": {
@@ -505,7 +533,7 @@ def outside_activity(exp: Experiment, runs: Sequence[RealRun]) -> Outside | None
             if role in exp.outside_of:
                 watched |= {int(i) for i in ids if i is not None}
         t0 = round(run.start_s * 1e9) - data.t0_ns
-        lo, hi = t0 + int(WINDOW_S[0] * 1e9), t0 + int(WINDOW_S[1] * 1e9)
+        lo, hi = exp.window_ns(t0)
         iv = tracefs.run_intervals(data.events).sort_values(["cpu", "start_ns"], kind="stable")
         n = 0
         for _, per_cpu in iv.groupby("cpu", sort=True):
@@ -522,7 +550,7 @@ def outside_activity(exp: Experiment, runs: Sequence[RealRun]) -> Outside | None
                     continue
                 n += 1
                 lengths.append((back - r["end_ns"]) / 1e6)
-        rates.append(n / (WINDOW_S[1] - WINDOW_S[0]))
+        rates.append(n / (exp.window_s[1] - exp.window_s[0]))
     if not lengths:
         return None
     cpus = sorted({c for p in exp.procs if p.role in exp.outside_of for c in p.cpus})
@@ -558,9 +586,8 @@ def simulate(
     roles: dict[str, list[int]] = {}
     for r in res.tasks.to_dict("records"):
         roles.setdefault(str(r["program"]), []).append(int(r["task"]))
-    window = (int(WINDOW_S[0] * 1e9), int(WINDOW_S[1] * 1e9))
-    obs = observe(res.trace, roles, window)
-    span = WINDOW_S[1] - WINDOW_S[0]
+    obs = observe(res.trace, roles, exp.window_ns())
+    span = exp.window_s[1] - exp.window_s[0]
     return {m.name: m.fn(obs, span) for m in exp.metrics}
 
 
@@ -679,7 +706,7 @@ def run_real(exp: Experiment, buffer_kb: int = 16384) -> RealRun:
                 for p in exp.procs:
                     procs.append(_launch(exe, p, shield, start))
                 for pr in procs:
-                    _, err = pr.communicate(timeout=DURATION_S + 30)
+                    _, err = pr.communicate(timeout=exp.duration_s + 30)
                     if pr.returncode != 0:
                         raise LinuxError(
                             f"{exp.name}: schedprobe {pr.args!r} failed ({pr.returncode}): "
@@ -715,9 +742,8 @@ def real_metrics(exp: Experiment, run: RealRun, source: str = "<trace>") -> dict
     # The trace's clock is CLOCK_MONOTONIC, the processes' common start time
     # is on it; the window is where the simulator's is, from that start.
     t0 = round(run.start_s * 1e9) - data.t0_ns
-    window = (t0 + int(WINDOW_S[0] * 1e9), t0 + int(WINDOW_S[1] * 1e9))
-    span = WINDOW_S[1] - WINDOW_S[0]
-    obs = observe(data.events, roles, window)
+    span = exp.window_s[1] - exp.window_s[0]
+    obs = observe(data.events, roles, exp.window_ns(t0))
     return {m.name: m.fn(obs, span) for m in exp.metrics}
 
 
@@ -743,9 +769,20 @@ def trim(text: str, pids: set[int]) -> str:
     return "\n".join(keep) + "\n"
 
 
-def save(runs: Mapping[str, Sequence[RealRun]], out: Path) -> None:
-    """Write trimmed, xz-compressed traces and ``manifest.json`` into ``out``."""
+def save(
+    runs: Mapping[str, Sequence[RealRun]],
+    out: Path,
+    durations: Mapping[str, float] | None = None,
+) -> None:
+    """Write trimmed, xz-compressed traces and ``manifest.json`` into ``out``.
+
+    A folder that already holds a recording keeps the experiments not in
+    ``runs``: recording one experiment again (``--only NAME``) replaces its
+    traces alone. Each experiment's entry says on which kernel and day it
+    was recorded and how long its runs were (``durations``, default
+    :data:`DURATION_S`)."""
     out.mkdir(parents=True, exist_ok=True)
+    mf = out / "manifest.json"
     manifest: dict[str, Any] = {
         "kernel": platform.release(),
         "recorded": time.strftime("%Y-%m-%d", time.gmtime()),
@@ -754,7 +791,20 @@ def save(runs: Mapping[str, Sequence[RealRun]], out: Path) -> None:
         "window_s": list(WINDOW_S),
         "experiments": {},
     }
+    if mf.exists():
+        try:
+            manifest = json.loads(mf.read_text())
+            if not isinstance(manifest.get("experiments"), dict):
+                raise ValueError("no experiments")
+        except ValueError as e:
+            raise LinuxError(
+                f"{mf}: not a recording's manifest ({e}); save into an empty folder"
+            ) from None
+    recorded_as = manifest.setdefault("recorded_as", {})
     for name, rs in runs.items():
+        for old in manifest["experiments"].get(name, []):
+            with contextlib.suppress(FileNotFoundError):
+                (out / old["file"]).unlink()
         items = []
         for k, r in enumerate(rs):
             fname = f"{name}-{k + 1}.trace.xz"
@@ -762,7 +812,20 @@ def save(runs: Mapping[str, Sequence[RealRun]], out: Path) -> None:
             (out / fname).write_bytes(lzma.compress(body, preset=9 | lzma.PRESET_EXTREME))
             items.append({"file": fname, "pids": r.pids, "start_s": r.start_s})
         manifest["experiments"][name] = items
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        duration = float((durations or {}).get(name, DURATION_S))
+        recorded_as[name] = {
+            "kernel": platform.release(),
+            "recorded": time.strftime("%Y-%m-%d", time.gmtime()),
+            "duration_s": duration,
+        }
+    mf.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def recorded_duration(manifest: Mapping[str, Any], name: str) -> float:
+    """How long the recorded runs of experiment ``name`` were (s): its own
+    entry, else the recording's (manifests before per-experiment entries)."""
+    own = (manifest.get("recorded_as") or {}).get(name) or {}
+    return float(own.get("duration_s", manifest.get("duration_s", DURATION_S)))
 
 
 def load_recorded(folder: Path) -> tuple[dict[str, Any], dict[str, list[RealRun]]]:
@@ -782,6 +845,17 @@ def load_recorded(folder: Path) -> tuple[dict[str, Any], dict[str, list[RealRun]
             for it in items
         ]
     return manifest, runs
+
+
+def check_duration(exp: Experiment, manifest: Mapping[str, Any], folder: Path) -> None:
+    """Refuse recorded runs of ``exp`` that are not as long as its runs now."""
+    got = recorded_duration(manifest, exp.name)
+    if abs(got - exp.duration_s) > 1e-9:
+        raise LinuxError(
+            f"{folder}: experiment {exp.name!r} was recorded with runs of {got:g} s, "
+            f"but it now runs {exp.duration_s:g} s; record it again "
+            f"(--only {exp.name} --save-traces {folder}, as root)"
+        )
 
 
 # -- comparison --------------------------------------------------------------------
@@ -921,8 +995,9 @@ def _run_suite(
     log: Callable[[str], None],
 ) -> list[dict[str, Any]]:
     recorded_runs: dict[str, list[RealRun]] = {}
+    manifest: dict[str, Any] = {}
     if recorded is not None:
-        _, recorded_runs = load_recorded(recorded)
+        manifest, recorded_runs = load_recorded(recorded)
     slice_ok = slice_supported()
     live: dict[str, list[RealRun]] = {}
     rows: list[dict[str, Any]] = []
@@ -931,6 +1006,7 @@ def _run_suite(
             runs = recorded_runs.get(exp.name)
             if not runs:
                 raise LinuxError(f"{recorded}: no recorded traces of experiment {exp.name!r}")
+            check_duration(exp, manifest, recorded)
         else:
             runs = []
             for k in range(repeats):
@@ -951,7 +1027,7 @@ def _run_suite(
     ):
         rows.append(slice_cut_row(rows))
     if save_to is not None and live:
-        save(live, save_to)
+        save(live, save_to, {e.name: e.duration_s for e in chosen})
     return rows
 
 
