@@ -101,6 +101,39 @@ def test_half_duty_cpu_delivers_about_half_the_work() -> None:
 
 
 @needs_cgroups
+def test_high_weight_control_loop_is_real_time_and_its_programs_are_not() -> None:
+    # The programs' high-weight groups would otherwise leave the loop a few
+    # thousandths of a CPU: on a loaded machine it ran seconds late.
+    seen: list[tuple[int, list[int]]] = []
+
+    class Watch(Pin):
+        runner: Runner
+
+        def sample(self, cx: Any) -> None:
+            super().sample(cx)
+            pids = [self.runner.pid_of(p["task"]) for p in cx.processes()]
+            seen.append((os.sched_getscheduler(0), [os.sched_getscheduler(x or 0) for x in pids]))
+
+    before = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+    watch = Watch([0, 1])
+    r = Runner(
+        from_dict(_spinners(2)),
+        watch,
+        profile=cgroups.parse_profile(PROFILE),
+        duration_s=0.3,
+        high_weight=True,
+        log=lambda m: None,
+    )
+    watch.runner = r
+    r.run()
+    assert seen
+    assert all(me == os.SCHED_FIFO | os.SCHED_RESET_ON_FORK for me, _ in seen)
+    assert all(theirs == [os.SCHED_OTHER] * 2 for _, theirs in seen)
+    # Restored afterwards.
+    assert (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) == before
+
+
+@needs_cgroups
 def test_agent_places_processes_in_the_emulated_cpus() -> None:
     placements: list[dict[int, list[int]]] = []
 

@@ -42,6 +42,10 @@ from .state import STATE_DIR_ENV, AgentState
 from .workload import RealProgram, RealWorkload
 
 NAN = float("nan")
+#: The real-time priority of the agent's control loop in high-weight runs
+#: (the lowest: above every normal task, below every real-time one).
+CONTROL_RT_PRIORITY = 1
+
 _STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
@@ -243,6 +247,9 @@ class Runner:
         self.agent_errors: list[str] = []
         self._cpufreq_warned = False
         self.fuse_log: list[tuple[float, str, list[int]]] = []  # (s, fuse/split, cpus)
+        # The control loop's scheduling policy and priority before the run
+        # raised them (`_control_priority`), to restore after it.
+        self._old_sched: tuple[int, int] | None = None
         # What this agent launched and changed, on disk before each change
         # (for `hetsched linux cleanup` after a SIGKILL); made by run().
         self.state: AgentState | None = None
@@ -623,6 +630,7 @@ class Runner:
                         f"({e.strerror or e}); set {STATE_DIR_ENV} to a writable folder"
                     ) from None
                 self._setup()
+                self._control_priority()
                 if self.agent is not None and hasattr(self.agent, "init"):
                     try:
                         self.agent.init(RealContext(self))
@@ -637,6 +645,7 @@ class Runner:
             end = self.elapsed()
             doc = self._results(end, stopped)
         finally:
+            self._restore_priority()
             # Clean-up runs to the end whatever arrives meanwhile: a further
             # stop signal is held, then dropped (this one is already stopping).
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
@@ -663,6 +672,41 @@ class Runner:
         doc["warnings"] = list(self.warnings)
         doc["summary"]["stopped_by"] = stopped.signum if stopped else None
         return doc
+
+    def _control_priority(self) -> None:
+        """With ``high_weight`` the programs' groups outweigh every other task
+        on the machine 256 to 1, this agent included: when they keep the
+        CPUs busy, the loop that samples, acts and stops them on time would
+        get a few thousandths of a CPU, and on a loaded machine it ran
+        seconds late, the duration overshot and processes ran outside the
+        groups the agent had not yet placed them in. The loop's thread
+        therefore runs as ``SCHED_FIFO`` priority 1 (it sleeps between polls,
+        so it takes little CPU), with ``SCHED_RESET_ON_FORK`` so that the
+        programs it launches start as normal tasks. It needs root (as the
+        groups do); without it the run goes on with a warning."""
+        self._old_sched = None
+        if not self.high_weight or not hasattr(os, "SCHED_FIFO"):
+            return
+        try:
+            old = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+            os.sched_setscheduler(
+                0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(CONTROL_RT_PRIORITY)
+            )
+        except OSError as e:
+            self.warn(
+                f"cannot run the control loop as SCHED_FIFO ({e.strerror or e}): on a busy "
+                "machine it may act late beside the high-weight groups"
+            )
+            return
+        self._old_sched = old
+
+    def _restore_priority(self) -> None:
+        old = self._old_sched
+        if old is None:
+            return
+        self._old_sched = None
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, old[0], os.sched_param(old[1]))
 
     def _loop(self) -> None:
         next_sample = self.period_s
