@@ -65,8 +65,11 @@ def test_two_workers_start_once_and_share_the_runs(tmp_path: Path) -> None:
     table = hetsched.sweep(BASE, grid, workers=2, out=tmp_path / "s")
     assert len(table) == 8 and (table["status"] == "ok").all()
     startup = table.attrs["worker_startup_cpu_s"]
-    # One start per worker for eight runs: the pool is reused, not respawned.
-    assert len(startup) == 2
+    # At most one start per worker for eight runs: the pool is reused, not
+    # respawned. (A run takes a few ms: on a busy machine the first worker
+    # can finish all eight before the second is ready, which then goes
+    # without reporting a start.)
+    assert 1 <= len(startup) <= 2
     assert all(0 < s < 5 for s in startup)
     assert table.attrs["workers_replaced"] == 0
 
