@@ -349,13 +349,6 @@ impl Cfs {
         cx.want_tick(cpu, self.bal.nr[cpu] >= 2 || away || misfit_watch);
     }
 
-    /// Utilisation of `cpu`: its queued and running tasks' (`cpu_util`).
-    fn cpu_util(&self, cx: &Ctx, cpu: CpuId) -> f64 {
-        let rq = &self.rqs[cpu];
-        self.cap
-            .cpu_util(cx, cpu, rq.timeline.iter().map(|(_, t)| t), rq.curr)
-    }
-
     fn idlest(&mut self, cx: &Ctx, t: TaskId) -> CpuId {
         self.bal.idlest(cx, t)
     }
@@ -419,7 +412,11 @@ impl Scheduler for Cfs {
             return prev_ok.unwrap_or_else(|| self.idlest(cx, t));
         }
         if self.cap.eas && flags == EnqFlags::Wakeup {
-            let utils: Vec<f64> = (0..cx.ncpus()).map(|c| self.cpu_util(cx, c)).collect();
+            // Without the waking task, whose utilisation its previous CPU
+            // still holds.
+            let utils: Vec<f64> = (0..cx.ncpus())
+                .map(|c| self.cap.cpu_util(cx, c, Some(t)))
+                .collect();
             if let Some(c) = self.cap.find_energy_efficient_cpu(cx, t, prev_ok, &utils) {
                 return c;
             }
@@ -632,6 +629,11 @@ impl Scheduler for Cfs {
             self.sync_tick(cx, cpu);
         }
         handled
+    }
+
+    /// An exited task's utilisation leaves its runqueue's average.
+    fn task_dead(&mut self, _cx: &mut Ctx, t: TaskId) {
+        self.cap.task_dead(t);
     }
 
     fn reweight(&mut self, cx: &mut Ctx, t: TaskId, _old: u32) {

@@ -1254,12 +1254,11 @@ impl Eevdf {
 }
 
 impl Eevdf {
-    /// Utilisation of `cpu` (`cpu_util`): its running and queued runnable
-    /// entities (delayed ones left out, as their util_est left at sleep).
+    /// Utilisation of `cpu` (`cpu_util`): its runqueue's average, the
+    /// utilisation of the tasks attached to it whether they run, wait or
+    /// sleep (see [`CapAware::cpu_util`]).
     fn cpu_util(&self, cx: &Ctx, cpu: CpuId) -> f64 {
-        let rq = &self.rqs[cpu];
-        let queued = rq.tree.iter().map(|e| e.2).filter(|&t| !self.se[t].delayed);
-        self.cap.cpu_util(cx, cpu, queued, rq.curr)
+        self.cap.cpu_util(cx, cpu, None)
     }
 }
 
@@ -1346,7 +1345,12 @@ impl Scheduler for Eevdf {
         let aff = &cx.task(t).affinity;
         let prev_ok = prev.filter(|&p| aff.contains(p) && cx.online(p));
         if self.cap.eas && flags == EnqFlags::Wakeup {
-            let utils: Vec<f64> = (0..cx.ncpus()).map(|c| self.cpu_util(cx, c)).collect();
+            // Each CPU without the waking task, whose utilisation its
+            // previous CPU still holds (`eenv_pd_busy_time`'s `cpu_util(cpu,
+            // p, -1)`).
+            let utils: Vec<f64> = (0..cx.ncpus())
+                .map(|c| self.cap.cpu_util(cx, c, Some(t)))
+                .collect();
             if let Some(c) = self.cap.find_energy_efficient_cpu(cx, t, prev_ok, &utils) {
                 return c;
             }
@@ -1394,16 +1398,9 @@ impl Scheduler for Eevdf {
             self.cap.update(cx, t, cpu, Since::at_enqueue(flags));
         }
         if first && self.cap.track {
-            // `post_init_entity_util_avg` on the CPU it was placed on.
-            let rq_util: f64 = {
-                let rq = &self.rqs[cpu];
-                let queued = rq.tree.iter().map(|e| e.2).filter(|&x| !self.se[x].delayed);
-                queued
-                    .chain(rq.curr)
-                    .filter(|&x| x != t)
-                    .map(|x| self.cap.util_now(cx, x))
-                    .sum()
-            };
+            // `post_init_entity_util_avg` on the CPU it was placed on, with
+            // that runqueue's average before the task joins it.
+            let rq_util = self.cap.rq_util(cx, cpu, Some(t));
             self.cap
                 .post_init(cx, t, cpu, weight, rq_util, self.bal.load[cpu]);
         }
@@ -1599,6 +1596,7 @@ impl Scheduler for Eevdf {
     /// An exited task still delayed on a queue leaves it at that CPU's next
     /// pick or enqueue (`purge_exited`), as before this hook existed.
     fn task_dead(&mut self, _cx: &mut Ctx, t: TaskId) {
+        self.cap.task_dead(t);
         if let Some(se) = self.se.get(t).filter(|se| se.delayed && se.on_rq) {
             let cpu = se.cpu;
             self.rqs[cpu].dead += 1;

@@ -291,6 +291,10 @@ struct Load {
     /// The runqueue whose clamps count this task, and its effective clamps
     /// then (`uclamp_se.active` and `.value`).
     uc_on: Option<(CpuId, [u32; 2])>,
+    /// The runqueue whose utilisation holds this task's (`pelt_cpu` until
+    /// the task exits), and its place in [`CapAware::attached`] there.
+    att: Option<CpuId>,
+    slot: u32,
 }
 
 /// Per-CPU state of load tracking.
@@ -407,6 +411,10 @@ pub(in crate::policy) struct CapAware {
     rq_est: Vec<u32>,
     /// Per CPU: its PELT clock and what goes with it.
     cpus: Vec<CpuPelt>,
+    /// Per CPU: the tasks whose utilisation its runqueue's average holds
+    /// (`cfs_rq->avg`: attached when they first come, moved with them,
+    /// kept while they sleep, dropped when they exit).
+    attached: Vec<Vec<TaskId>>,
     /// Publish the sums for `schedutil` (util_est on and the governor is
     /// `schedutil`).
     publish: bool,
@@ -449,6 +457,7 @@ impl CapAware {
             load: Vec::new(),
             rq_est: vec![0; n],
             cpus: vec![CpuPelt::default(); n],
+            attached: vec![Vec::new(); n],
             publish: false,
             uc_used: false,
             uc_any: true,
@@ -538,7 +547,40 @@ impl CapAware {
         let l = self.at(t);
         l.pelt = Pelt::start(now, NEW_TASK_UTIL as u32, NEW_TASK_UTIL as u32);
         l.pelt_cpu = Some(cpu);
+        self.reattach(t, Some(cpu));
         true
+    }
+
+    /// `t`'s utilisation now belongs to `cpu`'s runqueue average
+    /// (`attach_entity_load_avg`), or to none (`None`: it exited), leaving
+    /// the one it belonged to (`detach_entity_load_avg`).
+    fn reattach(&mut self, t: TaskId, cpu: Option<CpuId>) {
+        let l = self.at(t);
+        let (old, slot) = (l.att, l.slot as usize);
+        if old == cpu {
+            return;
+        }
+        if let Some(o) = old {
+            let v = &mut self.attached[o];
+            v.swap_remove(slot);
+            if let Some(&moved) = v.get(slot) {
+                self.load[moved].slot = slot as u32;
+            }
+        }
+        if let Some(c) = cpu {
+            self.load[t].slot = self.attached[c].len() as u32;
+            self.attached[c].push(t);
+        }
+        self.load[t].att = cpu;
+    }
+
+    /// `t` exited: its utilisation leaves its runqueue's average
+    /// (`remove_entity_load_avg`); what it had stays readable
+    /// ([`CapAware::task_load`]).
+    pub(in crate::policy) fn task_dead(&mut self, t: TaskId) {
+        if self.load.get(t).is_some_and(|l| l.att.is_some()) {
+            self.reattach(t, None);
+        }
     }
 
     /// `rq_clock_pelt` of `cpu` now.
@@ -615,6 +657,7 @@ impl CapAware {
         // An integer, as the kernel's; `runnable_avg` starts equal.
         l.pelt = Pelt::start(now, util.floor() as u32, util.floor() as u32);
         l.pelt_cpu = Some(cpu);
+        self.reattach(t, Some(cpu));
     }
 
     /// Bring `t`'s utilisation up to now on `cpu`, its runqueue; `running`:
@@ -652,6 +695,7 @@ impl CapAware {
         }
         l.pelt = Pelt::start(now, l.pelt.util(), l.pelt.runnable());
         l.pelt_cpu = Some(cpu);
+        self.reattach(t, Some(cpu));
     }
 
     /// `t`'s utilisation decayed to now (no update): `task_util`.
@@ -837,23 +881,33 @@ impl CapAware {
         }
     }
 
-    /// `cpu_util`: the utilisation of a CPU whose queued tasks are `queued`
-    /// and whose running task is `curr`: the sum of their `util_avg`, or the
-    /// runqueue's util_est sum when that is higher.
-    pub(in crate::policy) fn cpu_util(
-        &self,
-        cx: &Ctx,
-        cpu: CpuId,
-        queued: impl Iterator<Item = TaskId>,
-        curr: Option<TaskId>,
-    ) -> f64 {
-        let q: f64 = queued.map(|t| self.util_now(cx, t)).sum();
-        let u = q + curr.map(|t| self.util_now(cx, t)).unwrap_or(0.0);
+    /// `cpu_util`: the utilisation of `cpu`'s runqueue (`cfs_rq->avg.util_avg`:
+    /// the tasks attached to it, running, queued or asleep, each decayed to
+    /// now), without `without`'s (`cpu_util(cpu, p, -1)` for a waking task
+    /// `p`, whose utilisation its previous CPU still holds); at least the
+    /// runqueue's util_est sum with util_est; at most the CPU's original
+    /// capacity.
+    pub(in crate::policy) fn cpu_util(&self, cx: &Ctx, cpu: CpuId, without: Option<TaskId>) -> f64 {
+        let mut u = self.rq_util(cx, cpu, without);
         if self.util_est {
-            u.max(self.rq_est[cpu] as f64)
-        } else {
-            u
+            u = u.max(self.rq_est[cpu] as f64);
         }
+        let orig = self.cpus[cpu].orig.unwrap_or_else(|| Self::cap_orig(cx, cpu));
+        u.min(orig as f64)
+    }
+
+    /// `cfs_rq->avg.util_avg` of `cpu`: the utilisation of the tasks
+    /// attached to its runqueue (running, queued or asleep), each decayed to
+    /// now, but `without`'s.
+    pub(in crate::policy) fn rq_util(&self, cx: &Ctx, cpu: CpuId, without: Option<TaskId>) -> f64 {
+        let now = self.clock_now(cx, cpu);
+        let mut sum: u64 = 0;
+        for &t in &self.attached[cpu] {
+            if Some(t) != without {
+                sum += self.load[t].pelt.util_at(now) as u64;
+            }
+        }
+        sum as f64
     }
 
     /// The CPU's original capacity (`arch_scale_cpu_capacity`): at its
