@@ -278,12 +278,34 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
+#: Runs that last until their duration: a thread loop that never finishes.
+ENDLESS: dict[str, Any] = {
+    **BASE,
+    "stop_when_done": False,
+    "workload": {
+        "programs": [
+            {
+                "name": "loop",
+                "kind": "phases",
+                "threads": 4,
+                "loops": 10**9,
+                "phases": [{"compute_ms": 1}, {"sleep_ms": 1}],
+            }
+        ]
+    },
+}
+
+
 @linux_only
 def test_ctrl_c_ends_a_local_sweep_at_once_and_stops_its_workers(tmp_path: Path) -> None:
-    (tmp_path / "base.json").write_text(json.dumps(BASE))
+    # Runs of 600 simulated seconds (about a second each here): the sweep is
+    # still running when both workers are seen. (BASE's programs end in
+    # 0.1 s: its six runs could all be done before the workers were looked
+    # for.)
+    (tmp_path / "base.json").write_text(json.dumps(ENDLESS))
     sweep_file = tmp_path / "s.toml"
     sweep_file.write_text(
-        'base = "base.json"\n[set]\nduration_s = 60.0\n[grid]\nseed = [1, 2, 3, 4, 5, 6]\n'
+        'base = "base.json"\n[set]\nduration_s = 600.0\n[grid]\nseed = [1, 2, 3, 4, 5, 6]\n'
     )
     sweep = _start_sweep(sweep_file, tmp_path / "out", tmp_path / "err")
     try:
@@ -304,22 +326,7 @@ def test_ctrl_c_ends_a_local_sweep_at_once_and_stops_its_workers(tmp_path: Path)
 def test_ctrl_c_keeps_the_runs_that_finished(tmp_path: Path) -> None:
     # Four short runs finish, then two long ones hold both workers when the
     # SIGINT comes: the four are kept (row.json and the table), exit 130.
-    endless = {
-        **BASE,
-        "stop_when_done": False,
-        "workload": {
-            "programs": [
-                {
-                    "name": "loop",
-                    "kind": "phases",
-                    "threads": 4,
-                    "loops": 10**9,
-                    "phases": [{"compute_ms": 1}, {"sleep_ms": 1}],
-                }
-            ]
-        },
-    }
-    (tmp_path / "base.json").write_text(json.dumps(endless))
+    (tmp_path / "base.json").write_text(json.dumps(ENDLESS))
     sweep_file = tmp_path / "s.toml"
     sweep_file.write_text(
         'base = "base.json"\n[grid]\nduration_s = [0.2, 0.3, 0.4, 0.5, 600.0, 700.0]\n'

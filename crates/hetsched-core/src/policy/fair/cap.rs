@@ -892,7 +892,9 @@ impl CapAware {
         if self.util_est {
             u = u.max(self.rq_est[cpu] as f64);
         }
-        let orig = self.cpus[cpu].orig.unwrap_or_else(|| Self::cap_orig(cx, cpu));
+        let orig = self.cpus[cpu]
+            .orig
+            .unwrap_or_else(|| Self::cap_orig(cx, cpu));
         u.min(orig as f64)
     }
 
