@@ -298,14 +298,14 @@ ENDLESS: dict[str, Any] = {
 
 @linux_only
 def test_ctrl_c_ends_a_local_sweep_at_once_and_stops_its_workers(tmp_path: Path) -> None:
-    # Runs of 600 simulated seconds (about a second each here): the sweep is
+    # Runs of 3000 simulated seconds (about a second each here): the sweep is
     # still running when both workers are seen. (BASE's programs end in
     # 0.1 s: its six runs could all be done before the workers were looked
     # for.)
     (tmp_path / "base.json").write_text(json.dumps(ENDLESS))
     sweep_file = tmp_path / "s.toml"
     sweep_file.write_text(
-        'base = "base.json"\n[set]\nduration_s = 600.0\n[grid]\nseed = [1, 2, 3, 4, 5, 6]\n'
+        'base = "base.json"\n[set]\nduration_s = 3000.0\n[grid]\nseed = [1, 2, 3, 4, 5, 6]\n'
     )
     sweep = _start_sweep(sweep_file, tmp_path / "out", tmp_path / "err")
     try:
