@@ -632,8 +632,8 @@ impl Scheduler for Cfs {
     }
 
     /// An exited task's utilisation leaves its runqueue's average.
-    fn task_dead(&mut self, _cx: &mut Ctx, t: TaskId) {
-        self.cap.task_dead(t);
+    fn task_dead(&mut self, cx: &mut Ctx, t: TaskId) {
+        self.cap.task_dead(cx, t);
     }
 
     fn reweight(&mut self, cx: &mut Ctx, t: TaskId, _old: u32) {

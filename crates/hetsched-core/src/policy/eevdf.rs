@@ -1595,8 +1595,8 @@ impl Scheduler for Eevdf {
 
     /// An exited task still delayed on a queue leaves it at that CPU's next
     /// pick or enqueue (`purge_exited`), as before this hook existed.
-    fn task_dead(&mut self, _cx: &mut Ctx, t: TaskId) {
-        self.cap.task_dead(t);
+    fn task_dead(&mut self, cx: &mut Ctx, t: TaskId) {
+        self.cap.task_dead(cx, t);
         if let Some(se) = self.se.get(t).filter(|se| se.delayed && se.on_rq) {
             let cpu = se.cpu;
             self.rqs[cpu].dead += 1;

@@ -291,10 +291,9 @@ struct Load {
     /// The runqueue whose clamps count this task, and its effective clamps
     /// then (`uclamp_se.active` and `.value`).
     uc_on: Option<(CpuId, [u32; 2])>,
-    /// The runqueue whose utilisation holds this task's (`pelt_cpu` until
-    /// the task exits), and its place in [`CapAware::attached`] there.
+    /// The runqueue whose utilisation average holds this task's
+    /// (`pelt_cpu` until the task exits).
     att: Option<CpuId>,
-    slot: u32,
 }
 
 /// Per-CPU state of load tracking.
@@ -311,6 +310,13 @@ struct CpuPelt {
     cap_at: Option<(u32, u32)>,
     /// Its original capacity ([`CapAware::cap_orig`]), once computed.
     orig: Option<u32>,
+    /// Its runqueue's utilisation (`cfs_rq->avg`, the utilisation part),
+    /// on its PELT clock: it grows while the CPU runs a task, decays
+    /// otherwise, and takes in and gives up a task's average and sum when
+    /// the task is attached or detached. Brought up to date where that
+    /// changes (the CPU starts or stops running, a task comes or goes) and
+    /// when read.
+    rq: Pelt,
 }
 
 impl CpuPelt {
@@ -411,10 +417,6 @@ pub(in crate::policy) struct CapAware {
     rq_est: Vec<u32>,
     /// Per CPU: its PELT clock and what goes with it.
     cpus: Vec<CpuPelt>,
-    /// Per CPU: the tasks whose utilisation its runqueue's average holds
-    /// (`cfs_rq->avg`: attached when they first come, moved with them,
-    /// kept while they sleep, dropped when they exit).
-    attached: Vec<Vec<TaskId>>,
     /// Publish the sums for `schedutil` (util_est on and the governor is
     /// `schedutil`).
     publish: bool,
@@ -457,7 +459,6 @@ impl CapAware {
             load: Vec::new(),
             rq_est: vec![0; n],
             cpus: vec![CpuPelt::default(); n],
-            attached: vec![Vec::new(); n],
             publish: false,
             uc_used: false,
             uc_any: true,
@@ -547,39 +548,53 @@ impl CapAware {
         let l = self.at(t);
         l.pelt = Pelt::start(now, NEW_TASK_UTIL as u32, NEW_TASK_UTIL as u32);
         l.pelt_cpu = Some(cpu);
-        self.reattach(t, Some(cpu));
+        self.attach_rq(t, cpu, now);
         true
     }
 
-    /// `t`'s utilisation now belongs to `cpu`'s runqueue average
-    /// (`attach_entity_load_avg`), or to none (`None`: it exited), leaving
-    /// the one it belonged to (`detach_entity_load_avg`).
-    fn reattach(&mut self, t: TaskId, cpu: Option<CpuId>) {
-        let l = self.at(t);
-        let (old, slot) = (l.att, l.slot as usize);
-        if old == cpu {
+    /// `cpu`'s runqueue utilisation brought up to `now` on its PELT clock,
+    /// running or not as the CPU has been since its last update.
+    #[inline]
+    fn rq_sync(&mut self, cpu: CpuId, now: u64) {
+        let c = &mut self.cpus[cpu];
+        let busy = c.clock.busy();
+        c.rq.update(now, busy, busy);
+    }
+
+    /// `t`'s utilisation joins `cpu`'s runqueue average
+    /// (`attach_entity_load_avg`); `now` is that CPU's PELT clock, at which
+    /// `t`'s signal was (re)started.
+    fn attach_rq(&mut self, t: TaskId, cpu: CpuId, now: u64) {
+        self.rq_sync(cpu, now);
+        let e = self.load[t].pelt;
+        self.cpus[cpu].rq.add_util(&e);
+        self.load[t].att = Some(cpu);
+    }
+
+    /// `t`'s utilisation, as its signal now stands, leaves the runqueue
+    /// average that holds it (`detach_entity_load_avg`), if any; `now`:
+    /// that runqueue's PELT clock, if the caller has read it.
+    fn detach_rq(&mut self, cx: &Ctx, t: TaskId, now: Option<u64>) {
+        let Some(cpu) = self.load.get(t).and_then(|l| l.att) else {
             return;
-        }
-        if let Some(o) = old {
-            let v = &mut self.attached[o];
-            v.swap_remove(slot);
-            if let Some(&moved) = v.get(slot) {
-                self.load[moved].slot = slot as u32;
-            }
-        }
-        if let Some(c) = cpu {
-            self.load[t].slot = self.attached[c].len() as u32;
-            self.attached[c].push(t);
-        }
-        self.load[t].att = cpu;
+        };
+        let now = now.unwrap_or_else(|| self.clock_now(cx, cpu));
+        self.rq_sync(cpu, now);
+        let e = self.load[t].pelt;
+        self.cpus[cpu].rq.sub_util(&e);
+        self.load[t].att = None;
     }
 
     /// `t` exited: its utilisation leaves its runqueue's average
     /// (`remove_entity_load_avg`); what it had stays readable
     /// ([`CapAware::task_load`]).
-    pub(in crate::policy) fn task_dead(&mut self, t: TaskId) {
-        if self.load.get(t).is_some_and(|l| l.att.is_some()) {
-            self.reattach(t, None);
+    pub(in crate::policy) fn task_dead(&mut self, cx: &Ctx, t: TaskId) {
+        if let Some(cpu) = self.load.get(t).and_then(|l| l.att) {
+            // Brought up to the moment it leaves, as the kernel's
+            // `sync_entity_load_avg` does.
+            let now = self.clock_now(cx, cpu);
+            self.load[t].pelt.update(now, false, false);
+            self.detach_rq(cx, t, Some(now));
         }
     }
 
@@ -607,6 +622,9 @@ impl CapAware {
         let c = &mut self.cpus[cpu];
         if !c.clock.busy() {
             let cap = c.capacity(cx, cpu);
+            // The runqueue's utilisation decayed while idle, up to now.
+            let now = c.clock.advance_to(cx.now.0, cap);
+            c.rq.update(now, false, false);
             c.clock.run(cx.now.0, cap);
         }
     }
@@ -625,6 +643,10 @@ impl CapAware {
         let c = &mut self.cpus[cpu];
         let cap = c.capacity(cx, cpu);
         let saturated = c.last_sum >= SATURATED_SUM;
+        // The runqueue's utilisation grew while the CPU ran, up to now.
+        let busy = c.clock.busy();
+        let now = c.clock.advance_to(cx.now.0, cap);
+        c.rq.update(now, busy, busy);
         c.clock.idle(cx.now.0, cap, saturated);
     }
 
@@ -653,11 +675,14 @@ impl CapAware {
             half
         };
         let now = self.clock_now(cx, cpu);
+        // Its first enqueue's signal leaves the runqueue; the kernel's value
+        // joins it.
+        self.detach_rq(cx, t, None);
         let l = self.at(t);
         // An integer, as the kernel's; `runnable_avg` starts equal.
         l.pelt = Pelt::start(now, util.floor() as u32, util.floor() as u32);
         l.pelt_cpu = Some(cpu);
-        self.reattach(t, Some(cpu));
+        self.attach_rq(t, cpu, now);
     }
 
     /// Bring `t`'s utilisation up to now on `cpu`, its runqueue; `running`:
@@ -693,9 +718,13 @@ impl CapAware {
         if let Some(old) = old {
             l.pelt.update(old, false, false);
         }
+        // `att` is `pelt_cpu` (the task has not exited), whose clock is `old`.
+        let same = l.att == from;
+        self.detach_rq(cx, t, old.filter(|_| same));
+        let l = self.at(t);
         l.pelt = Pelt::start(now, l.pelt.util(), l.pelt.runnable());
         l.pelt_cpu = Some(cpu);
-        self.reattach(t, Some(cpu));
+        self.attach_rq(t, cpu, now);
     }
 
     /// `t`'s utilisation decayed to now (no update): `task_util`.
@@ -898,18 +927,22 @@ impl CapAware {
         u.min(orig as f64)
     }
 
-    /// `cfs_rq->avg.util_avg` of `cpu`: the utilisation of the tasks
-    /// attached to its runqueue (running, queued or asleep), each decayed to
-    /// now, but `without`'s.
+    /// `cfs_rq->avg.util_avg` of `cpu` brought up to now: the utilisation
+    /// of the tasks attached to its runqueue (running, queued or asleep),
+    /// less `without`'s (its signal decayed to now) if it is one of them.
     pub(in crate::policy) fn rq_util(&self, cx: &Ctx, cpu: CpuId, without: Option<TaskId>) -> f64 {
-        let now = self.clock_now(cx, cpu);
-        let mut sum: u64 = 0;
-        for &t in &self.attached[cpu] {
-            if Some(t) != without {
-                sum += self.load[t].pelt.util_at(now) as u64;
+        let c = &self.cpus[cpu];
+        let now = c.clock.now(cx.now.0, c.capacity_seen(cx, cpu));
+        let busy = c.clock.busy();
+        let mut rq = c.rq;
+        rq.update(now, busy, busy);
+        let mut u = rq.util();
+        if let Some(t) = without {
+            if let Some(l) = self.load.get(t).filter(|l| l.att == Some(cpu)) {
+                u = u.saturating_sub(l.pelt.util_at(now));
             }
         }
-        sum as f64
+        u as f64
     }
 
     /// The CPU's original capacity (`arch_scale_cpu_capacity`): at its

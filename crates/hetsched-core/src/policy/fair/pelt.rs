@@ -210,6 +210,28 @@ impl Pelt {
     /// The average the signal would have at PELT time `now` had it not
     /// run since its last update (`sync_entity_load_avg` for a task that is
     /// not running).
+    /// `attach_entity_load_avg`'s part for the runqueue's utilisation:
+    /// `e`'s average and sum join this (runqueue's) signal; `e` was started
+    /// at this signal's point in the period ([`Pelt::start`]).
+    #[inline]
+    pub(in crate::policy) fn add_util(&mut self, e: &Pelt) {
+        self.util_avg += e.util_avg;
+        self.util_sum += e.util_sum;
+    }
+
+    /// `detach_entity_load_avg`'s part for the runqueue's utilisation: `e`'s
+    /// average and sum leave this signal, neither going below zero, and the
+    /// sum not below what the remaining average needs (the kernel's
+    /// `util_avg × PELT_MIN_DIVIDER` floor against rounding).
+    #[inline]
+    pub(in crate::policy) fn sub_util(&mut self, e: &Pelt) {
+        self.util_avg = self.util_avg.saturating_sub(e.util_avg);
+        self.util_sum = self
+            .util_sum
+            .saturating_sub(e.util_sum)
+            .max(self.util_avg as u64 * PELT_MIN_DIVIDER);
+    }
+
     #[inline]
     pub(in crate::policy) fn util_at(&self, now: u64) -> u32 {
         let mut p = *self;
