@@ -335,6 +335,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_runqueue_takes_in_and_gives_up_an_entitys_utilisation() {
+        let now = 5_000_000;
+        let mut rq = Pelt::start(now, 300, 0);
+        let before = rq;
+        let e = Pelt::start(now, 200, 200);
+        rq.add_util(&e);
+        assert_eq!(
+            (rq.util(), rq.util_sum()),
+            (500, before.util_sum() + e.util_sum())
+        );
+        rq.sub_util(&e);
+        assert_eq!(
+            (rq.util(), rq.util_sum()),
+            (before.util(), before.util_sum())
+        );
+        // More than it holds: nothing below zero.
+        let big = Pelt::start(now, 900, 900);
+        rq.sub_util(&big);
+        assert_eq!((rq.util(), rq.util_sum()), (0, 0));
+        // The sum never below what the average left needs.
+        let mut rq = Pelt::start(now, 300, 0);
+        let mut lopsided = Pelt::start(now, 100, 0);
+        lopsided.util_sum = rq.util_sum();
+        rq.sub_util(&lopsided);
+        assert_eq!(rq.util(), 200);
+        assert_eq!(rq.util_sum(), 200 * PELT_MIN_DIVIDER);
+    }
+
+    #[test]
     fn y_inv_follows_its_formula() {
         let y = 0.5f64.powf(1.0 / 32.0);
         for (k, &v) in Y_INV.iter().enumerate() {
