@@ -412,12 +412,7 @@ impl Scheduler for Cfs {
             return prev_ok.unwrap_or_else(|| self.idlest(cx, t));
         }
         if self.cap.eas && flags == EnqFlags::Wakeup {
-            // Without the waking task, whose utilisation its previous CPU
-            // still holds.
-            let utils: Vec<f64> = (0..cx.ncpus())
-                .map(|c| self.cap.cpu_util(cx, c, Some(t)))
-                .collect();
-            if let Some(c) = self.cap.find_energy_efficient_cpu(cx, t, prev_ok, &utils) {
+            if let Some(c) = self.cap.find_energy_efficient_cpu(cx, t, prev_ok) {
                 return c;
             }
         }

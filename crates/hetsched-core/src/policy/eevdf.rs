@@ -1345,13 +1345,7 @@ impl Scheduler for Eevdf {
         let aff = &cx.task(t).affinity;
         let prev_ok = prev.filter(|&p| aff.contains(p) && cx.online(p));
         if self.cap.eas && flags == EnqFlags::Wakeup {
-            // Each CPU without the waking task, whose utilisation its
-            // previous CPU still holds (`eenv_pd_busy_time`'s `cpu_util(cpu,
-            // p, -1)`).
-            let utils: Vec<f64> = (0..cx.ncpus())
-                .map(|c| self.cap.cpu_util(cx, c, Some(t)))
-                .collect();
-            if let Some(c) = self.cap.find_energy_efficient_cpu(cx, t, prev_ok, &utils) {
+            if let Some(c) = self.cap.find_energy_efficient_cpu(cx, t, prev_ok) {
                 return c;
             }
         }
@@ -1398,11 +1392,8 @@ impl Scheduler for Eevdf {
             self.cap.update(cx, t, cpu, Since::at_enqueue(flags));
         }
         if first && self.cap.track {
-            // `post_init_entity_util_avg` on the CPU it was placed on, with
-            // that runqueue's average before the task joins it.
-            let rq_util = self.cap.rq_util(cx, cpu, Some(t));
-            self.cap
-                .post_init(cx, t, cpu, weight, rq_util, self.bal.load[cpu]);
+            // `post_init_entity_util_avg` on the CPU it was placed on.
+            self.cap.post_init(cx, t, cpu, weight, self.bal.load[cpu]);
         }
         self.cap.est_enqueue(cx, t, cpu);
         let resched = self.update_curr(cpu, now);

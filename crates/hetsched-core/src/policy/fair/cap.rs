@@ -357,6 +357,12 @@ impl CpuPelt {
     fn orig_capacity(&mut self, cx: &Ctx, cpu: CpuId) -> u32 {
         *self.orig.get_or_insert_with(|| CapAware::cap_orig(cx, cpu))
     }
+
+    /// [`CapAware::cap_orig`] as cached, or computed if it is not yet.
+    #[inline]
+    fn orig_seen(&self, cx: &Ctx, cpu: CpuId) -> u32 {
+        self.orig.unwrap_or_else(|| CapAware::cap_orig(cx, cpu))
+    }
 }
 
 /// Why EAS is off on a machine, if it is (the kernel's conditions).
@@ -624,8 +630,8 @@ impl CapAware {
             let cap = c.capacity(cx, cpu);
             // The runqueue's utilisation decayed while idle, up to now.
             let now = c.clock.advance_to(cx.now.0, cap);
-            c.rq.update(now, false, false);
-            c.clock.run(cx.now.0, cap);
+            self.rq_sync(cpu, now);
+            self.cpus[cpu].clock.run(cx.now.0, cap);
         }
     }
 
@@ -644,16 +650,16 @@ impl CapAware {
         let cap = c.capacity(cx, cpu);
         let saturated = c.last_sum >= SATURATED_SUM;
         // The runqueue's utilisation grew while the CPU ran, up to now.
-        let busy = c.clock.busy();
         let now = c.clock.advance_to(cx.now.0, cap);
-        c.rq.update(now, busy, busy);
-        c.clock.idle(cx.now.0, cap, saturated);
+        self.rq_sync(cpu, now);
+        self.cpus[cpu].clock.idle(cx.now.0, cap, saturated);
     }
 
     /// `post_init_entity_util_avg` for new task `t` of weight `weight`
-    /// placed on `cpu`, whose runnable tasks have utilisation `rq_util` and
-    /// weights summing to `rq_load` (the model's stand-ins for the
-    /// runqueue's PELT `util_avg` and `load_avg`): half the CPU's spare
+    /// placed on `cpu`, whose runqueue has utilisation `rq_util` (its
+    /// average without `t`, [`CapAware::rq_util`]) and whose runnable tasks'
+    /// weights sum to `rq_load` (the model's stand-in for the runqueue's
+    /// PELT `load_avg`): half the CPU's spare
     /// original capacity, `cap = (capacity − rq_util) / 2`; on a busy CPU
     /// the task's share of the runqueue's utilisation by weight,
     /// `rq_util × weight / (rq_load + 1)`, at most `cap`; 0 when `cap ≤ 0`.
@@ -663,9 +669,9 @@ impl CapAware {
         t: TaskId,
         cpu: CpuId,
         weight: u64,
-        rq_util: f64,
         rq_load: u64,
     ) {
+        let rq_util = self.rq_util(cx, cpu, Some(t));
         let half = (Self::cap_orig(cx, cpu) as f64 - rq_util) / 2.0;
         let util = if half <= 0.0 {
             0.0
@@ -718,9 +724,8 @@ impl CapAware {
         if let Some(old) = old {
             l.pelt.update(old, false, false);
         }
-        // `att` is `pelt_cpu` (the task has not exited), whose clock is `old`.
-        let same = l.att == from;
-        self.detach_rq(cx, t, old.filter(|_| same));
+        // Its runqueue average is `pelt_cpu`'s, whose clock reads `old`.
+        self.detach_rq(cx, t, old);
         let l = self.at(t);
         l.pelt = Pelt::start(now, l.pelt.util(), l.pelt.runnable());
         l.pelt_cpu = Some(cpu);
@@ -910,10 +915,9 @@ impl CapAware {
         }
     }
 
-    /// `cpu_util`: the utilisation of `cpu`'s runqueue (`cfs_rq->avg.util_avg`:
-    /// the tasks attached to it, running, queued or asleep, each decayed to
-    /// now), without `without`'s (`cpu_util(cpu, p, -1)` for a waking task
-    /// `p`, whose utilisation its previous CPU still holds); at least the
+    /// `cpu_util`: the utilisation of `cpu`'s runqueue ([`CapAware::rq_util`]),
+    /// without `without`'s (`cpu_util(cpu, p, -1)` for a waking task `p`,
+    /// whose utilisation its previous CPU still holds); at least the
     /// runqueue's util_est sum with util_est; at most the CPU's original
     /// capacity.
     pub(in crate::policy) fn cpu_util(&self, cx: &Ctx, cpu: CpuId, without: Option<TaskId>) -> f64 {
@@ -921,18 +925,15 @@ impl CapAware {
         if self.util_est {
             u = u.max(self.rq_est[cpu] as f64);
         }
-        let orig = self.cpus[cpu]
-            .orig
-            .unwrap_or_else(|| Self::cap_orig(cx, cpu));
-        u.min(orig as f64)
+        u.min(self.cpus[cpu].orig_seen(cx, cpu) as f64)
     }
 
     /// `cfs_rq->avg.util_avg` of `cpu` brought up to now: the utilisation
     /// of the tasks attached to its runqueue (running, queued or asleep),
     /// less `without`'s (its signal decayed to now) if it is one of them.
     pub(in crate::policy) fn rq_util(&self, cx: &Ctx, cpu: CpuId, without: Option<TaskId>) -> f64 {
+        let now = self.clock_now(cx, cpu);
         let c = &self.cpus[cpu];
-        let now = c.clock.now(cx.now.0, c.capacity_seen(cx, cpu));
         let busy = c.clock.busy();
         let mut rq = c.rq;
         rq.update(now, busy, busy);
@@ -1085,8 +1086,9 @@ impl CapAware {
     /// `find_energy_efficient_cpu`: for each frequency domain, the allowed
     /// CPU with the most spare capacity where the task fits (and the previous
     /// CPU); the one that adds the least estimated power wins. `None` when
-    /// EAS does not apply (over-utilised system, or nothing fits). `utils`
-    /// holds every CPU's [`CapAware::cpu_util`].
+    /// EAS does not apply (over-utilised system, or nothing fits). Each CPU
+    /// counts without the waking task, whose utilisation its previous CPU
+    /// still holds (`eenv_pd_busy_time`'s `cpu_util(cpu, p, -1)`).
     ///
     /// With uclamp, fitting is `util_fits_cpu` with the task's clamps merged
     /// with the runqueue's (unless that runqueue is idle), and
@@ -1099,9 +1101,9 @@ impl CapAware {
         cx: &Ctx,
         t: TaskId,
         prev: Option<CpuId>,
-        utils: &[f64],
     ) -> Option<CpuId> {
         let n = cx.ncpus();
+        let utils: Vec<f64> = (0..n).map(|c| self.cpu_util(cx, c, Some(t))).collect();
         let used = self.uc_used;
         // Capacities are read where needed: the over-utilisation check stops
         // at the first over-utilised CPU.

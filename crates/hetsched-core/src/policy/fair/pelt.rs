@@ -207,9 +207,6 @@ impl Pelt {
         }
     }
 
-    /// The average the signal would have at PELT time `now` had it not
-    /// run since its last update (`sync_entity_load_avg` for a task that is
-    /// not running).
     /// `attach_entity_load_avg`'s part for the runqueue's utilisation:
     /// `e`'s average and sum join this (runqueue's) signal; `e` was started
     /// at this signal's point in the period ([`Pelt::start`]).
@@ -232,6 +229,9 @@ impl Pelt {
             .max(self.util_avg as u64 * PELT_MIN_DIVIDER);
     }
 
+    /// The average the signal would have at PELT time `now` had it not
+    /// run since its last update (`sync_entity_load_avg` for a task that is
+    /// not running).
     #[inline]
     pub(in crate::policy) fn util_at(&self, now: u64) -> u32 {
         let mut p = *self;
