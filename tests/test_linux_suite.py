@@ -170,8 +170,12 @@ def test_suite_from_recorded_traces(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {r["experiment"] for r in rows} == names
-    allowed = {"within", "outside", "noise-limited", "not modelled yet"}
-    assert all(r["verdict"] in allowed for r in rows), rows
+    # Issue 16's bar: every row within its target or noise-limited, and at
+    # least 80 % within.
+    bad = [r for r in rows if r["verdict"] not in {"within", "noise-limited"}]
+    assert not bad, bad
+    within = sum(r["verdict"] == "within" for r in rows)
+    assert within >= 0.8 * len(rows), (within, len(rows))
     by = {(r["experiment"], r["metric"]): r for r in rows}
     # What the kernel did on our machine, read back from its own trace.
     d = by[("periodic", "periodic wake-up latency p99")]
@@ -243,7 +247,8 @@ def test_a_bad_recorded_trace_is_one_error_naming_its_line(
     manifest = {
         "experiments": {
             "nice-pair": [{"file": "bad.trace", "pids": {"nice0": 1, "nice5": 2}, "start_s": 1.0}]
-        }
+        },
+        "recorded_as": {"nice-pair": {"duration_s": 2.0, "shield": False}},
     }
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     argv = ["linux", "validate-sim", "--suite", "eevdf", "--only", "nice-pair"]
@@ -258,14 +263,15 @@ def test_saving_one_experiment_keeps_the_others_and_says_how_long_its_runs_were(
     def run(pid: int) -> suite.RealRun:
         return suite.RealRun("# tracer: nop\n", {"a": pid}, 1.0)
 
-    suite.save({"nice-pair": [run(1)], "spin3": [run(2), run(3)]}, tmp_path)
+    exps = {e.name: e for e in suite.experiments()}
+    suite.save({"nice-pair": [run(1)], "spin3": [run(2), run(3)]}, tmp_path, exps)
     assert sorted(p.name for p in tmp_path.glob("*.xz")) == [
         "nice-pair-1.trace.xz",
         "spin3-1.trace.xz",
         "spin3-2.trace.xz",
     ]
-    # spin3 again, with one run of 30 s: its old second trace goes, nice-pair stays.
-    suite.save({"spin3": [run(4)]}, tmp_path, {"spin3": 30})
+    # spin3 again, with one run: its old second trace goes, nice-pair stays.
+    suite.save({"spin3": [run(4)]}, tmp_path, exps)
     assert sorted(p.name for p in tmp_path.glob("*.xz")) == [
         "nice-pair-1.trace.xz",
         "spin3-1.trace.xz",
@@ -273,8 +279,11 @@ def test_saving_one_experiment_keeps_the_others_and_says_how_long_its_runs_were(
     manifest, runs = suite.load_recorded(tmp_path)
     assert [r.pids for r in runs["nice-pair"]] == [{"a": 1}]
     assert [r.pids for r in runs["spin3"]] == [{"a": 4}]
-    assert suite.recorded_duration(manifest, "spin3") == 30.0
+    assert suite.recorded_duration(manifest, "spin3") == suite.SPIN3_DURATION_S
     assert suite.recorded_duration(manifest, "nice-pair") == suite.DURATION_S
+    # Whether each ran in the shielding cgroup, as the experiment says.
+    assert manifest["recorded_as"]["spin3"]["shield"] is exps["spin3"].shield is False
+    assert manifest["recorded_as"]["nice-pair"]["shield"] is False
     # A manifest from before per-experiment entries: its one duration.
     assert suite.recorded_duration({"duration_s": 2}, "spin3") == 2.0
 
@@ -386,3 +395,37 @@ def test_churn_cost_without_the_suite_is_refused(capsys: pytest.CaptureFixture[s
     err = capsys.readouterr().err
     assert "--churn-cost belongs to the suite: add --suite eevdf" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        (
+            {"duration_s": 30.0, "shield": True},
+            "was recorded in the shielding cgroup, but it now runs outside",
+        ),
+        (
+            {"duration_s": 30.0},
+            "recorded before recordings said whether its processes ran in the shielding cgroup",
+        ),
+    ],
+)
+def test_recorded_runs_shielded_otherwise_or_unknown_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: dict[str, object], says: str
+) -> None:
+    # The shielding cgroup changes how the kernel balances three spinners
+    # (5.6 against 7.7 moves a second), so such runs are not comparable.
+    (tmp_path / "spin3-1.trace").write_text("# tracer: nop\n")
+    manifest = {
+        "duration_s": 2,
+        "experiments": {
+            "spin3": [{"file": "spin3-1.trace", "pids": {"a": 1, "b": 2, "c": 3}, "start_s": 1.0}]
+        },
+        "recorded_as": {"spin3": entry},
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    argv = ["linux", "validate-sim", "--suite", "eevdf", "--only", "spin3"]
+    assert main([*argv, "--recorded", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("hetsched: error: ") and says in err, err
+    assert "--only spin3 --save-traces" in err

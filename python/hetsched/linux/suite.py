@@ -318,7 +318,7 @@ def recorded_churn_cost(folder: Path) -> dict[str, Any]:
     if not runs.get("churn-cost"):
         raise LinuxError(f"{folder}: no recorded traces of the churn-cost measurement")
     exp = churn_cost_experiment()
-    check_duration(exp, manifest, folder)
+    check_recorded(exp, manifest, folder)
     return _churn_cost_result(exp, runs["churn-cost"], None)
 
 
@@ -329,7 +329,7 @@ def _churn_cost_result(
         real_metrics(exp, r, f"{exp.name}#{k + 1}")[CHURN_RATE.name] for k, r in enumerate(runs)
     ]
     if save_to is not None:
-        save({exp.name: runs}, save_to)
+        save({exp.name: runs}, save_to, {exp.name: exp})
     return {"rates_per_s": rates, "parent_ms_per_child": churn_cost_ms(rates)}
 
 
@@ -396,6 +396,13 @@ def experiments() -> list[Experiment]:
                 Metric("median slice of the spinners", "ms", _slice_median(spin3), SLICE),
             ],
             duration_s=SPIN3_DURATION_S,
+            # In the shielding cgroup (cpu.shares 262144) the kernel moves a
+            # spinner 5.6 times a second; at the root without autogroup, or
+            # in a group of the default weight, 7.7-7.8 times: the model has
+            # no group scheduling, so the spinners run where the kernel
+            # balances tasks, not groups (docs/real-linux.md, "spin3 outside
+            # the shielding cgroup").
+            shield=False,
         ),
         Experiment(
             "periodic",
@@ -772,15 +779,15 @@ def trim(text: str, pids: set[int]) -> str:
 def save(
     runs: Mapping[str, Sequence[RealRun]],
     out: Path,
-    durations: Mapping[str, float] | None = None,
+    chosen: Mapping[str, Experiment],
 ) -> None:
     """Write trimmed, xz-compressed traces and ``manifest.json`` into ``out``.
 
     A folder that already holds a recording keeps the experiments not in
     ``runs``: recording one experiment again (``--only NAME``) replaces its
     traces alone. Each experiment's entry says on which kernel and day it
-    was recorded and how long its runs were (``durations``, default
-    :data:`DURATION_S`)."""
+    was recorded, how long its runs were and whether its processes ran in
+    the shielding cgroup (from ``chosen[name]``: the experiment as run)."""
     out.mkdir(parents=True, exist_ok=True)
     mf = out / "manifest.json"
     manifest: dict[str, Any] = {
@@ -812,11 +819,12 @@ def save(
             (out / fname).write_bytes(lzma.compress(body, preset=9 | lzma.PRESET_EXTREME))
             items.append({"file": fname, "pids": r.pids, "start_s": r.start_s})
         manifest["experiments"][name] = items
-        duration = float((durations or {}).get(name, DURATION_S))
+        exp = chosen[name]
         recorded_as[name] = {
             "kernel": platform.release(),
             "recorded": time.strftime("%Y-%m-%d", time.gmtime()),
-            "duration_s": duration,
+            "duration_s": float(exp.duration_s),
+            "shield": exp.shield,
         }
     mf.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
@@ -847,14 +855,30 @@ def load_recorded(folder: Path) -> tuple[dict[str, Any], dict[str, list[RealRun]
     return manifest, runs
 
 
-def check_duration(exp: Experiment, manifest: Mapping[str, Any], folder: Path) -> None:
-    """Refuse recorded runs of ``exp`` that are not as long as its runs now."""
+def check_recorded(exp: Experiment, manifest: Mapping[str, Any], folder: Path) -> None:
+    """Refuse recorded runs of ``exp`` made under other conditions than its
+    runs now: of another length, or in (or out of) the shielding cgroup,
+    which changes how the kernel balances (docs/real-linux.md, "spin3
+    outside the shielding cgroup")."""
+    again = f"record it again (--only {exp.name} --save-traces {folder}, as root)"
     got = recorded_duration(manifest, exp.name)
     if abs(got - exp.duration_s) > 1e-9:
         raise LinuxError(
             f"{folder}: experiment {exp.name!r} was recorded with runs of {got:g} s, "
-            f"but it now runs {exp.duration_s:g} s; record it again "
-            f"(--only {exp.name} --save-traces {folder}, as root)"
+            f"but it now runs {exp.duration_s:g} s; {again}"
+        )
+    shield = ((manifest.get("recorded_as") or {}).get(exp.name) or {}).get("shield")
+    where = {True: "in the shielding cgroup", False: "outside the shielding cgroup"}
+    if shield is None:
+        raise LinuxError(
+            f"{folder}: experiment {exp.name!r} was recorded before recordings said "
+            f"whether its processes ran in the shielding cgroup (its runs now run "
+            f"{where[exp.shield]}); {again}"
+        )
+    if shield != exp.shield:
+        raise LinuxError(
+            f"{folder}: experiment {exp.name!r} was recorded {where[bool(shield)]}, "
+            f"but it now runs {where[exp.shield]}; {again}"
         )
 
 
@@ -1006,7 +1030,7 @@ def _run_suite(
             runs = recorded_runs.get(exp.name)
             if not runs:
                 raise LinuxError(f"{recorded}: no recorded traces of experiment {exp.name!r}")
-            check_duration(exp, manifest, recorded)
+            check_recorded(exp, manifest, recorded)
         else:
             runs = []
             for k in range(repeats):
@@ -1027,7 +1051,7 @@ def _run_suite(
     ):
         rows.append(slice_cut_row(rows))
     if save_to is not None and live:
-        save(live, save_to, {e.name: e.duration_s for e in chosen})
+        save(live, save_to, {e.name: e for e in chosen})
     return rows
 
 
