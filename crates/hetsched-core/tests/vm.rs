@@ -653,3 +653,41 @@ fn credit_wakes_on_its_cpu_and_idlers_steal_the_preempted_vcpu() {
     }
     assert_eq!(won.into_iter().collect::<Vec<_>>(), vec![1, 2]);
 }
+
+/// Xen 3.4's Credit steals only when a CPU schedules: an idle CPU is told
+/// to when a vCPU wakes elsewhere (`__runq_tickle`); its tick
+/// (`csched_tick`) only accounts for a running vCPU. Two vCPUs that start
+/// on CPU 0 (each pinned there for its first millisecond, then free to
+/// use CPU 1 too) and never block take turns on CPU 0 in 30 ms slices: the
+/// one put back at the end of a slice is queued without a tickle, so idle
+/// CPU 1 never looks, and the running one stays (`csched_vcpu_acct` moves
+/// a vCPU only to another cache domain with more idle CPUs, and there is
+/// one).
+#[test]
+fn credit_idle_cpus_do_not_steal_at_their_ticks() {
+    for seed in 1..=4 {
+        let text = format!(
+            "duration_s = 0.2\nstop_when_done = false\nseed = {seed}\n\
+             scheduler = \"xen-credit\"\n{}\
+             [[workload.programs]]\nname = \"a\"\nkind = \"phases\"\naffinity = [0]\n\
+             phases = [{{ compute_ms = 1 }}, {{ cpus = [0, 1] }}, {{ compute_ms = 1000 }}]\n\
+             [[workload.programs]]\nname = \"b\"\nkind = \"phases\"\naffinity = [0]\n\
+             phases = [{{ compute_ms = 1 }}, {{ cpus = [0, 1] }}, {{ compute_ms = 1000 }}]\n",
+            common::cpus(2)
+        );
+        let r = go(&text);
+        let runs: Vec<_> = (0..2).flat_map(|t| common::run_intervals(&r, t)).collect();
+        assert!(
+            runs.iter().all(|&(cpu, _, _)| cpu == 0),
+            "seed {seed}: {runs:?}"
+        );
+        // Turns of a whole slice each (the first one's start aside).
+        let mut ends: Vec<u64> = runs.iter().map(|&(_, _, e)| e).collect();
+        ends.sort_unstable();
+        assert_eq!(
+            &ends[..6],
+            &[30, 60, 90, 120, 150, 180].map(|m| m * common::MS),
+            "seed {seed}: {runs:?}"
+        );
+    }
+}

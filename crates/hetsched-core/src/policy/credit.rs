@@ -1867,12 +1867,28 @@ impl Scheduler for Credit {
                 self.reprioritise(cx);
             }
         }
-        // Idle CPUs look for work queued elsewhere (non-empty queues of
-        // their speed class only); fast ones also fill from busy slow ones.
+        // AASH's idle CPUs look for work queued elsewhere at each tick
+        // (non-empty queues of their speed class only); fast ones also fill
+        // from busy slow ones. Xen 3.4's do not: `csched_tick` accounts for
+        // the running vCPU only, and an idle CPU schedules (and steals) when
+        // a waking vCPU tickles it (`__runq_tickle`).
+        if self.aash.is_some() {
+            self.idle_scan(cx);
+        }
+        for w in self.claimed.iter_mut() {
+            *w = 0;
+        }
+        cx.arm_timer(cx.now + self.tick, 0);
+    }
+}
+
+impl Credit {
+    /// AASH's tick: every idle CPU with work queued where it may take it,
+    /// or a fast one while slow ones are busy, is told to schedule.
+    fn idle_scan(&mut self, cx: &mut Ctx) {
         let n = cx.ncpus();
-        let slow_busy = self.aash.is_some()
-            && (0..self.run_mask.len())
-                .any(|w| (self.run_mask[w] | self.le[2][w]) & self.slow_mask[w] != 0);
+        let slow_busy = (0..self.run_mask.len())
+            .any(|w| (self.run_mask[w] | self.le[2][w]) & self.slow_mask[w] != 0);
         for cpu in 0..n {
             if cx.online(cpu) && cx.current(cpu).is_none() {
                 let fill = slow_busy && self.is_fast(cpu);
@@ -1887,14 +1903,8 @@ impl Scheduler for Credit {
                 }
             }
         }
-        for w in self.claimed.iter_mut() {
-            *w = 0;
-        }
-        cx.arm_timer(cx.now + self.tick, 0);
     }
-}
 
-impl Credit {
     /// Xen's `csched_vcpu_acct` on a tick: a running vCPU checks whether it
     /// would be better off elsewhere (`csched_cpu_pick` with its own CPU
     /// counted as idle: another last-level-cache domain has more idle CPUs)
