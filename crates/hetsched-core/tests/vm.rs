@@ -691,3 +691,31 @@ fn credit_idle_cpus_do_not_steal_at_their_ticks() {
         );
     }
 }
+
+/// AASH hands a fast core that would go idle to the next task in its queue
+/// order, and at each accounting period the fast credits to the first ones:
+/// a native thread pinned to a slow core is passed over (it keeps its place)
+/// instead of being moved outside its affinity, which the engine refuses.
+#[test]
+fn aash_passes_over_threads_pinned_to_slow_cores() {
+    for seed in 1..=4 {
+        let text = format!(
+            "duration_s = 1.0\nstop_when_done = false\nseed = {seed}\nscheduler = \"aash\"\n{}\n\
+             [[vms]]\nvcpus = 1\n\
+             [[vms.programs]]\nkind = \"sequential\"\nwork_ms = 50\n\
+             [[workload.programs]]\nname = \"pinned\"\nkind = \"periodic\"\n\
+             period_ms = 10\nwcet_ms = 2\njobs = 90\naffinity = [1]\n\
+             [[workload.programs]]\nname = \"pinned2\"\nkind = \"periodic\"\n\
+             period_ms = 10\nwcet_ms = 2\njobs = 90\naffinity = [2]\n",
+            amp(2)
+        );
+        let r = go(&text);
+        for name in ["pinned", "pinned2"] {
+            let t = r.tasks.iter().position(|x| x.program == name).unwrap();
+            let cpu = if name == "pinned" { 1 } else { 2 };
+            let runs = common::run_intervals(&r, t);
+            assert!(runs.len() >= 80, "seed {seed}: {name} ran {} times", runs.len());
+            assert!(runs.iter().all(|&(c, _, _)| c == cpu), "seed {seed}: {runs:?}");
+        }
+    }
+}

@@ -1355,8 +1355,16 @@ impl Credit {
     /// one of its fast vCPUs (§2.2). `skip_holders`: `skip` is the holder
     /// marks (`Aash::is_holder`), which the queues mirror (`set_held`), so
     /// the walk visits only the entries that are not held: the same
-    /// entries, less the ones it would step over.
-    fn take_from(cx: &Ctx, q: &mut SeqQueue, skip: &[bool], skip_holders: bool) -> Option<TaskId> {
+    /// entries, less the ones it would step over. A task for which `fits`
+    /// is false (its affinity holds no fast core it could be sent to) is
+    /// stepped over and keeps its place.
+    fn take_from(
+        cx: &Ctx,
+        q: &mut SeqQueue,
+        skip: &[bool],
+        skip_holders: bool,
+        fits: impl Fn(TaskId) -> bool,
+    ) -> Option<TaskId> {
         let skip = |t: TaskId| skip.get(t).copied().unwrap_or(false);
         // Only active tasks can be taken: walk the entries marked so (and,
         // skipping holders, not held).
@@ -1368,7 +1376,7 @@ impl Credit {
                 !skip_holders || !q.held(t),
                 "held task {t} in the free index"
             );
-            if skip(t) || !Self::active(cx, t) {
+            if skip(t) || !Self::active(cx, t) || !fits(t) {
                 continue;
             }
             if Self::eligible(cx, t) {
@@ -1379,7 +1387,10 @@ impl Credit {
                 // Swap with a fast vCPU of the same VM further down (one
                 // nearer the head would have been taken already).
                 let u = after(index, k).find(|&u| {
-                    !skip(u) && Self::eligible(cx, u) && cx.vcpu(u).is_some_and(|w| w.vm == v.vm)
+                    !skip(u)
+                        && Self::eligible(cx, u)
+                        && fits(u)
+                        && cx.vcpu(u).is_some_and(|w| w.vm == v.vm)
                 });
                 if let Some(u) = u {
                     pick = Some((u, Some(t)));
@@ -1403,9 +1414,15 @@ impl Credit {
     /// The next vCPU to receive fast credits, `skip` (per task) aside: fast
     /// queue first. `skip_holders`: `skip` is the holder marks (see
     /// [`Credit::take_from`]).
-    fn next_recipient(a: &mut Aash, cx: &Ctx, skip: &[bool], skip_holders: bool) -> Option<TaskId> {
-        Self::take_from(cx, &mut a.fastq, skip, skip_holders)
-            .or_else(|| Self::take_from(cx, &mut a.normal, skip, skip_holders))
+    fn next_recipient(
+        a: &mut Aash,
+        cx: &Ctx,
+        skip: &[bool],
+        skip_holders: bool,
+        fits: impl Fn(TaskId) -> bool + Copy,
+    ) -> Option<TaskId> {
+        Self::take_from(cx, &mut a.fastq, skip, skip_holders, fits)
+            .or_else(|| Self::take_from(cx, &mut a.normal, skip, skip_holders, fits))
     }
 
     /// The slow CPU to send a vCPU to: the one whose current vCPU has just
@@ -1477,10 +1494,17 @@ impl Credit {
         let nfast = self.aash.as_ref().expect("aash").nfast;
         let mut chosen = Vec::new();
         let mut is_chosen = vec![false; cx.ntasks()];
+        let fast_cpus: Vec<CpuId> = (0..cx.ncpus())
+            .filter(|&c| self.is_fast(c) && cx.online(c))
+            .collect();
         {
             let a = self.aash.as_mut().expect("aash");
             while chosen.len() < nfast {
-                match Self::next_recipient(a, cx, &is_chosen, false) {
+                // Only tasks that may run on a fast core (a native thread
+                // pinned to slow ones may not).
+                match Self::next_recipient(a, cx, &is_chosen, false, |t| {
+                    fast_cpus.iter().any(|&c| cx.task(t).affinity.contains(c))
+                }) {
                     Some(t) => {
                         chosen.push(t);
                         is_chosen[t] = true;
@@ -1605,7 +1629,9 @@ impl Credit {
         let a = self.aash.as_mut().expect("aash");
         Self::refresh_changed(a, cx);
         let skip = std::mem::take(&mut a.is_holder);
-        let next = Self::next_recipient(a, cx, &skip, true);
+        // Only a task that may run on this core (a native thread pinned
+        // elsewhere may not).
+        let next = Self::next_recipient(a, cx, &skip, true, |t| cx.task(t).affinity.contains(cpu));
         a.is_holder = skip;
         let Some(t) = next else {
             return false;
