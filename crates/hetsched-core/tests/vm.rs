@@ -714,8 +714,15 @@ fn aash_passes_over_threads_pinned_to_slow_cores() {
             let t = r.tasks.iter().position(|x| x.program == name).unwrap();
             let cpu = if name == "pinned" { 1 } else { 2 };
             let runs = common::run_intervals(&r, t);
-            assert!(runs.len() >= 80, "seed {seed}: {name} ran {} times", runs.len());
-            assert!(runs.iter().all(|&(c, _, _)| c == cpu), "seed {seed}: {runs:?}");
+            assert!(
+                runs.len() >= 80,
+                "seed {seed}: {name} ran {} times",
+                runs.len()
+            );
+            assert!(
+                runs.iter().all(|&(c, _, _)| c == cpu),
+                "seed {seed}: {runs:?}"
+            );
         }
     }
 }
