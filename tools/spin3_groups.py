@@ -25,13 +25,14 @@ spinner's moves.
 from __future__ import annotations
 
 import argparse
+import math
 import os
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from hetsched.linux import procfs
 from hetsched.linux.suite import schedprobe
 
 AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
@@ -39,13 +40,12 @@ CPU_V1 = Path("/sys/fs/cgroup/cpu")
 
 
 def _moves(pid: int) -> int:
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        m = re.search(r"se\.nr_migrations\s*:\s*(\d+)", (task / "sched").read_text())
-        if m is None:
-            sys.exit("spin3_groups: no se.nr_migrations in /proc/PID/sched (no SCHED_DEBUG)")
-        total += int(m.group(1))
-    return total
+    """The process's moves between CPUs so far (Σ ``se.nr_migrations`` of its
+    threads, :func:`hetsched.linux.procfs.read`)."""
+    m = procfs.read(pid).migrations
+    if math.isnan(m):
+        sys.exit("spin3_groups: no se.nr_migrations in /proc/PID/task/*/sched (no SCHED_DEBUG)")
+    return int(m)
 
 
 def run(exe: Path, seconds: int, group: Path | None) -> tuple[float, list[int]]:
