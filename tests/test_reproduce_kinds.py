@@ -198,6 +198,24 @@ def test_the_credit_spread_is_stated_where_measured_and_is_not_a_diagnosis() -> 
     assert A.CREDIT_PLACEMENT not in row.note and "not diagnosed" in row.note
 
 
+def test_the_single_threaded_gain_is_diagnosed_from_the_fast_cores_idle_time(monkeypatch) -> None:
+    # Two instances on 1 fast + 1 slow: under Credit the fast core's instance
+    # finishes at half the time and the core then idles; AASH shares it.
+    progs = [A.program("sixtrack", 1, "quick", f"s#{i}") for i in range(2)]
+    vms = [{"name": "vm", "vcpus": 2, "programs": progs}]
+    assert A.fast_idle_share(vms, "xen-credit", "quick", 1, 1) == pytest.approx(0.5, abs=0.02)
+    assert A.fast_idle_share(vms, "aash", "quick", 1, 1) == pytest.approx(0.0, abs=1e-9)
+    # The note states the measured shares, or no cause where they do not differ.
+    shares = {"xen-credit": 0.49, "aash": 0.0}
+    monkeypatch.setattr(A, "fast_idle_share", lambda _vms, sched, _scale: shares[sched])
+    note = A.single_diagnosis({"sixtrack": vms, "mcf": vms}, "quick")
+    assert "sixtrack 49% against 0%, mcf 49% against 0%" in note
+    shares["xen-credit"] = 0.03
+    assert A.single_diagnosis({"sixtrack": vms}, "quick") == (
+        "the cause of the difference is not diagnosed"
+    )
+
+
 @pytest.mark.parametrize(
     ("published", "simulated", "margin", "verdict"),
     [
