@@ -158,6 +158,29 @@ def test_measure_is_the_thesis_metrics() -> None:
     assert m.power_w > P.PLATFORM_BASE_W  # the platform alone draws 95.6 W
     imp = P.improvements(P.measure(1, "quick", "1"), m)
     assert set(imp) == {"savings_w", "savings", "performance", "perf_per_w", "time_x_w"}
+    # A process's instructions/s is the product of the three factors the
+    # notes of differing rows report.
+    for name, ips in m.ips.items():
+        assert m.ipc[name] * m.clock_hz[name] * m.run_share[name] == pytest.approx(ips)
+    assert m.clock_hz["bzip2"] == pytest.approx(2.3e9)  # alone at 2.3 GHz in the control
+    assert 0 < m.run_share["nonpuintensive"] < 1  # it sleeps between bursts
+
+
+def test_differing_rows_state_their_factors_beside_the_published_ones() -> None:
+    # Table 3, Task 2, control: 1.313 x 10^9 instructions/s at 8.361 x 10^6
+    # per watt is 157.0 W.
+    t3 = P.METRIC_TABLES[("1", None)][1][2]
+    assert P.published_power_w(t3, "control") == pytest.approx(157.04, abs=0.01)
+    assert P.published_power_w({"performance": (1.0, 1.0)}, "test") is None
+    rows = run_reproductions(["patel-ips", "patel-metrics", "patel-alg2"], scale="quick")
+    off = [r for r in rows if r.verdict != "match"]
+    assert off and all(r.note for r in off)
+    undiagnosed = [r for r in off if r.note.endswith(P.NOT_DIAGNOSED)]
+    assert undiagnosed
+    ips = [r for r in undiagnosed if r.id == "patel-ips" and ", test:" in r.claim]
+    assert ips and all("instructions/cycle x" in r.note and "(control: " in r.note for r in ips)
+    alg2 = [r for r in undiagnosed if r.id == "patel-alg2"]
+    assert alg2 and all("published (Table 1" in r.note for r in alg2)
 
 
 @pytest.mark.parametrize(

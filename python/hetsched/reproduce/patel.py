@@ -36,6 +36,7 @@ of all four Patel agents with today's Linux policies on Tasks 1–4 is
 from __future__ import annotations
 
 import functools
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -507,6 +508,12 @@ class Measured:
     cache_refs: float  # all processes
     miss_ratio: float  # mean over processes of misses / references
     ips: dict[str, float]  # per process
+    # Per process, the three factors of its instructions/s: instructions per
+    # cycle, mean clock while running (Hz), and the share of its cycles'
+    # elapsed time it spent running.
+    ipc: dict[str, float]
+    clock_hz: dict[str, float]
+    run_share: dict[str, float]
     order: list[str]  # processes by completion of their fifth cycle
     finish_s: dict[str, float]
 
@@ -528,12 +535,21 @@ def measure(
             f"completed five cycles within {s['sim_end_s']:g} s"
         )
     ips: dict[str, float] = {}
+    ipc: dict[str, float] = {}
+    clock: dict[str, float] = {}
+    share: dict[str, float] = {}
     finish: dict[str, float] = {}
     for name in tasks["program"].unique():
         rows = progs[progs["program"] == name]
-        instr = float(tasks[tasks["program"] == name]["instructions"].sum())
+        mine = tasks[tasks["program"] == name]
+        instr = float(mine["instructions"].sum())
+        cycles = float(mine["cycles"].sum())
+        ran = float(mine["run_s"].sum())
         busy = float(rows["completion_s"].sum())
         ips[str(name)] = instr / busy
+        ipc[str(name)] = instr / cycles if cycles > 0 else 0.0
+        clock[str(name)] = cycles / ran if ran > 0 else 0.0
+        share[str(name)] = ran / busy
         finish[str(name)] = float(rows["end_s"].max())
     perf = sum(ips.values()) / len(ips)
     power = float(s["avg_power_w"])
@@ -553,6 +569,9 @@ def measure(
         cache_refs=float(tasks["cache_refs"].sum()),
         miss_ratio=_mean_miss_ratio(tasks),
         ips=ips,
+        ipc=ipc,
+        clock_hz=clock,
+        run_share=share,
         order=order,
         finish_s=finish,
     )
@@ -879,8 +898,36 @@ def improvement_rows(
         )
         if algo in ("1", "2"):
             row.calibrated_by = _improvement_calibration(prio, n, key)
+        if row.verdict != "match" and not row.note:
+            row.note = improvement_factors(algo, prio, n, scale) + "; " + NOT_DIAGNOSED
         rows.append(row)
     return rows
+
+
+def improvement_factors(algo: str, prio: str | None, n: int, scale: str) -> str:
+    """The test and control runs' power and performance behind an
+    improvement, beside those the metric table of the same runs implies."""
+    test = measure(n, scale, algo, prio)
+    control = measure(n, scale, "control", prio)
+
+    def pair(power: float, perf: float) -> str:
+        return f"{power:.1f} W at {perf:.3f}"
+
+    text = (
+        f"simulated test {pair(test.power_w, test.performance / 1e9)}, control "
+        f"{pair(control.power_w, control.performance / 1e9)} (x 10^9 instructions/s)"
+    )
+    table, tasks = METRIC_TABLES.get((algo, prio), (None, {}))
+    metrics = tasks.get(n)
+    if table and metrics:
+        tw, cw = (published_power_w(metrics, g) for g in ("test", "control"))
+        if tw and cw:
+            text += (
+                f"; published ({table}, power from performance over performance per watt) "
+                f"test {pair(tw, metrics['performance'][0])}, control "
+                f"{pair(cw, metrics['performance'][1])}"
+            )
+    return text
 
 
 def plot_t4(data: dict[str, Any], path: Path) -> None:
@@ -1078,18 +1125,40 @@ def ips_rows(
         for name, pubs in benches.items():
             for (group, m), pub in zip(groups.items(), pubs, strict=True):
                 sim = m.ips[name] / 1e9
-                rows.append(
-                    within_row(
-                        rid,
-                        f"{table}, {label}, Task {n}, {group}: {name} instructions/s (10^9)",
-                        pub,
-                        sim,
-                        digits=3,
-                        rel_tol=ABS_REL_TOL,
-                        calibrated_by=_ips_calibration(n, table, name, group, sim, scale),
-                    )
+                row = within_row(
+                    rid,
+                    f"{table}, {label}, Task {n}, {group}: {name} instructions/s (10^9)",
+                    pub,
+                    sim,
+                    digits=3,
+                    rel_tol=ABS_REL_TOL,
+                    calibrated_by=_ips_calibration(n, table, name, group, sim, scale),
                 )
+                if row.verdict != "match":
+                    other = groups["control"] if group == "test" else None
+                    row.note = ips_factors(name, m, other) + "; " + NOT_DIAGNOSED
+                rows.append(row)
     return rows
+
+
+#: The end of a note on a row whose difference has no checked cause.
+NOT_DIAGNOSED = "the cause of the difference is not diagnosed"
+
+
+def ips_factors(name: str, m: Measured, control: Measured | None = None) -> str:
+    """A process's simulated instructions/s as its three factors (what a
+    row that differs can be traced to): instructions per cycle, mean clock
+    while it ran, and the share of its cycles' elapsed time it ran; and the
+    control run's, for a test row."""
+
+    def three(x: Measured) -> str:
+        return (
+            f"{x.ipc[name]:.2f} instructions/cycle x {x.clock_hz[name] / 1e9:.2f} GHz x "
+            f"on a CPU {x.run_share[name]:.0%} of its elapsed time"
+        )
+
+    text = f"simulated: {three(m)}"
+    return text + (f" (control: {three(control)})" if control is not None else "")
 
 
 @reproduction(
@@ -1148,20 +1217,58 @@ def patel_metrics(scale: str) -> list[Row]:
                         also = [t.removeprefix("Table ") for t in tabs[1:]]
                         where = f"{tab} (reprinted in Tables {' and '.join(also)})"
                     sim = getattr(m, key) / unit
-                    rows.append(
-                        within_row(
-                            "patel-metrics",
-                            f"{where}, {label}, Task {n}, {group}: "
-                            f"{key.replace('_', ' ')} ({unit_text})",
-                            pub,
-                            sim,
-                            digits=3,
-                            rel_tol=ABS_REL_TOL,
-                            note=f"average power {m.power_w:.1f} W" if key == "perf_per_w" else "",
-                            calibrated_by=_length_calibration(prio, n, group, key),
-                        )
+                    row = within_row(
+                        "patel-metrics",
+                        f"{where}, {label}, Task {n}, {group}: "
+                        f"{key.replace('_', ' ')} ({unit_text})",
+                        pub,
+                        sim,
+                        digits=3,
+                        rel_tol=ABS_REL_TOL,
+                        note=f"average power {m.power_w:.1f} W" if key == "perf_per_w" else "",
+                        calibrated_by=_length_calibration(prio, n, group, key),
                     )
+                    if row.verdict != "match":
+                        row.note = metric_factors(key, m, metrics, group) + "; " + NOT_DIAGNOSED
+                    rows.append(row)
     return rows
+
+
+def published_power_w(metrics: dict[str, tuple[float, float]], group: str) -> float | None:
+    """The average power a table's performance and performance per watt of
+    one group imply (W), if it prints both."""
+    if "performance" not in metrics or "perf_per_w" not in metrics:
+        return None
+    i = 0 if group == "test" else 1
+    return 1e3 * metrics["performance"][i] / metrics["perf_per_w"][i]
+
+
+def metric_factors(
+    key: str, m: Measured, metrics: dict[str, tuple[float, float]], group: str
+) -> str:
+    """A task's simulated metric as its factors beside the published ones
+    (performance and the power its table implies), for a row that differs."""
+    watts = published_power_w(metrics, group)
+    i = 0 if group == "test" else 1
+    pub_w = f"; published {watts:.1f} W (performance over performance per watt)" if watts else ""
+    if key == "performance":
+        by: dict[str, list[float]] = {}
+        for k, v in m.ips.items():
+            by.setdefault(_short([_base(k)]), []).append(v / 1e9)
+        per = ", ".join(
+            f"{b} {statistics.fmean(v):.3f}" + (f" (mean of {len(v)})" if len(v) > 1 else "")
+            for b, v in sorted(by.items())
+        )
+        return f"simulated instructions/s per benchmark (10^9): {per}"
+    if key == "perf_per_w":
+        return f"simulated {m.performance / 1e9:.3f} x 10^9 instructions/s at {m.power_w:.1f} W" + (
+            f"; published {metrics['performance'][i]:.3f} at {watts:.1f} W" if watts else ""
+        )
+    mean_s = m.time_x_w / m.power_w
+    text = f"simulated mean completion {mean_s:.0f} s at {m.power_w:.1f} W{pub_w}"
+    if watts:
+        text += f", which gives a mean completion of {1e3 * metrics[key][i] / watts:.0f} s"
+    return text
 
 
 @reproduction(
