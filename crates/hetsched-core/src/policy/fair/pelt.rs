@@ -108,6 +108,41 @@ fn segments(periods: u64, d1: u64, d3: u64) -> u64 {
 
 /// `util_sum` at or above which a runqueue counts as always running
 /// (`update_idle_rq_clock_pelt`'s divider).
+/// Per `period_contrib` (0..1024), the reciprocal of its PELT divider
+/// `PELT_MIN_DIVIDER + period_contrib` as `⌈2⁶⁴ / divider⌉`: the averages'
+/// divisions become a multiplication (see [`div_by_divider`]).
+const RECIPROCALS: [u64; PERIOD_UNITS as usize] = {
+    let mut r = [0u64; PERIOD_UNITS as usize];
+    let mut i = 0;
+    while i < PERIOD_UNITS as usize {
+        r[i] = u64::MAX / (PELT_MIN_DIVIDER + i as u64) + 1;
+        i += 1;
+    }
+    r
+};
+
+/// Sums below this divide exactly by [`RECIPROCALS`]: with `m = ⌈2⁶⁴/d⌉ =
+/// (2⁶⁴ + e)/d`, `0 < e < d`, the product `x·m / 2⁶⁴` exceeds `x/d` by
+/// `x·e / (d·2⁶⁴)`, less than `1/d` (which cannot carry it past the next
+/// integer) while `x·e < 2⁶⁴`, so for every `x < 2⁶⁴/d`: above 2⁴⁸ for
+/// every divider (< 2¹⁶). A task's sums stay below 2²⁶; a runqueue's are
+/// sums of its tasks'.
+const EXACT_BELOW: u64 = 1 << 48;
+
+/// `sum / (PELT_MIN_DIVIDER + period_contrib)`, the kernel's averages'
+/// division, as a multiplication by the divider's reciprocal where that is
+/// exact (always, in practice), else a division.
+#[inline(always)]
+fn div_by_divider(sum: u64, period_contrib: u64) -> u64 {
+    let i = period_contrib as usize & (PERIOD_UNITS as usize - 1);
+    debug_assert_eq!(i as u64, period_contrib);
+    if sum < EXACT_BELOW {
+        ((sum as u128 * RECIPROCALS[i] as u128) >> 64) as u64
+    } else {
+        sum / (PELT_MIN_DIVIDER + period_contrib)
+    }
+}
+
 pub(in crate::policy) const SATURATED_SUM: u64 = (PELT_MIN_DIVIDER << 10) - LOAD_AVG_MAX;
 
 /// One entity's utilisation and runnable signals (`struct sched_avg`'s
@@ -201,9 +236,8 @@ impl Pelt {
             self.util_sum += contrib << 10;
         }
         if periods > 0 {
-            let divider = PELT_MIN_DIVIDER + rem;
-            self.util_avg = (self.util_sum / divider) as u32;
-            self.runnable_avg = (self.runnable_sum / divider) as u32;
+            self.util_avg = div_by_divider(self.util_sum, rem) as u32;
+            self.runnable_avg = div_by_divider(self.runnable_sum, rem) as u32;
         }
     }
 
@@ -361,6 +395,43 @@ mod tests {
         rq.sub_util(&lopsided);
         assert_eq!(rq.util(), 200);
         assert_eq!(rq.util_sum(), 200 * PELT_MIN_DIVIDER);
+    }
+
+    #[test]
+    fn reciprocal_division_is_the_division() {
+        // Every divider, at the ends of the exact range and at random sums
+        // below it (a fixed generator: the test is the same every run).
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for pc in 0..PERIOD_UNITS {
+            let d = PELT_MIN_DIVIDER + pc;
+            for sum in [
+                0,
+                1,
+                d - 1,
+                d,
+                d + 1,
+                EXACT_BELOW - 1,
+                EXACT_BELOW,
+                u64::MAX,
+            ] {
+                assert_eq!(div_by_divider(sum, pc), sum / d, "{sum} / {d}");
+            }
+            // Just below a multiple of the divider is where a reciprocal
+            // rounds up first; the largest multiples below the bound most.
+            let top = (EXACT_BELOW - 1) / d;
+            for k in (1..200).chain(top - 200..=top) {
+                for sum in [k * d - 1, k * d] {
+                    assert_eq!(div_by_divider(sum, pc), sum / d, "{sum} / {d}");
+                }
+            }
+            for _ in 0..2_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let sum = x % EXACT_BELOW;
+                assert_eq!(div_by_divider(sum, pc), sum / d, "{sum} / {d}");
+            }
+        }
     }
 
     #[test]
