@@ -7,8 +7,12 @@
  *   schedprobe [-t START] [-s SLICE_US] churn CHILD_RUN_US SECONDS
  *
  * spin:     compute until SECONDS of wall time have passed.
- * periodic: every PERIOD_US (absolute release times), compute RUN_US of CPU
- *           time, then sleep until the next release.
+ * periodic: every PERIOD_US (absolute release times, from START with -t,
+ *           else from when it first runs), compute RUN_US of CPU time, then
+ *           sleep until the next release. Copies given one START are
+ *           released together: had each counted from when it first ran, a
+ *           copy that waited for another's first slice would be released
+ *           that much later in every period.
  * sleeper:  compute RUN_US of CPU time, sleep SLEEP_US, again, for SECONDS.
  * churn:    fork a child that computes CHILD_RUN_US of CPU time and exits,
  *           wait for it, again, for SECONDS (fork/exit churn).
@@ -132,10 +136,8 @@ int main(int argc, char **argv) {
     const char *mode = argv[a++];
     int nargs = argc - a;
     if (slice_us && set_slice(slice_us) != 0) return 1;
-    if (start > 0.0) {
-        struct timespec t0 = {(time_t)start, (long)((start - (double)(time_t)start) * 1e9)};
-        sleep_until(&t0);
-    }
+    struct timespec t0 = {(time_t)start, (long)((start - (double)(time_t)start) * 1e9)};
+    if (start > 0.0) sleep_until(&t0);
 
     double wall0 = hs_now(CLOCK_MONOTONIC);
     double cpu0 = hs_now(CLOCK_PROCESS_CPUTIME_ID);
@@ -159,7 +161,10 @@ int main(int argc, char **argv) {
         }
         double end = wall0 + (double)secs;
         struct timespec next;
-        clock_gettime(CLOCK_MONOTONIC, &next);
+        if (periodic && start > 0.0)
+            next = t0;
+        else
+            clock_gettime(CLOCK_MONOTONIC, &next);
         uint64_t jobs = 0;
         while (hs_now(CLOCK_MONOTONIC) < end) {
             compute_cpu_us(run_us);
