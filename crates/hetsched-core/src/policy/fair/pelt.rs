@@ -106,8 +106,6 @@ fn segments(periods: u64, d1: u64, d3: u64) -> u64 {
     c1 + c2 + d3
 }
 
-/// `util_sum` at or above which a runqueue counts as always running
-/// (`update_idle_rq_clock_pelt`'s divider).
 /// Per `period_contrib` (0..1024), the reciprocal of its PELT divider
 /// `PELT_MIN_DIVIDER + period_contrib` as `⌈2⁶⁴ / divider⌉`: the averages'
 /// divisions become a multiplication (see [`div_by_divider`]).
@@ -143,6 +141,8 @@ fn div_by_divider(sum: u64, period_contrib: u64) -> u64 {
     }
 }
 
+/// `util_sum` at or above which a runqueue counts as always running
+/// (`update_idle_rq_clock_pelt`'s divider).
 pub(in crate::policy) const SATURATED_SUM: u64 = (PELT_MIN_DIVIDER << 10) - LOAD_AVG_MAX;
 
 /// One entity's utilisation and runnable signals (`struct sched_avg`'s
