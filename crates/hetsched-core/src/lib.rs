@@ -36,10 +36,8 @@ pub mod trace;
 pub mod workload;
 
 pub use error::SimError;
+pub use metrics::VERSION;
 pub use time::SimTime;
-
-/// Version of hetsched.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Run a scenario and collect its results.
 pub fn run(

@@ -6,6 +6,10 @@ pub use crate::sim::VmRow;
 use crate::trace::TraceEvent;
 use serde::Serialize;
 
+/// Version of hetsched, which every run's summary carries (the crate root
+/// re-exports it).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// Fraction of the CPU time (CPUs × run length) above which idle time
 /// beside waiting work gets a run warning.
 pub const IDLE_WHILE_RUNNABLE_WARN: f64 = 0.01;
@@ -574,7 +578,7 @@ pub fn collect(e: &Engine, scenario: &str, wall_s: f64) -> RunResults {
         governor: e.governor_name(),
         agents: e.agent_names(),
         seed: e.seed(),
-        version: crate::VERSION.to_string(),
+        version: VERSION.to_string(),
         sim_end_s: end_s,
         makespan_s: makespan,
         events: e.events,
