@@ -256,6 +256,27 @@ def table(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def measure_all(cpu_time: int = 0) -> dict[str, Any]:
+    """Build both binaries and measure the engine and the floor (wheel and
+    heap) by callgrind; with ``cpu_time`` > 0 also time that many
+    alternated runs of each. Raises ``RuntimeError`` on a failed build or
+    run, or a floor that is not the engine's run."""
+    floors = build_floors()
+    engine = baseline.build_engine(ROOT, ROOT / "target")
+    with tempfile.TemporaryDirectory(prefix="hetsched-floors-") as d:
+        tmp = Path(d)
+        print("floors: callgrind, the engine ...", file=sys.stderr)
+        res: dict[str, Any] = {"engine": measure_engine(engine, tmp)}
+        for queue in ("wheel", "heap"):
+            print(f"floors: callgrind, the floor ({queue}) ...", file=sys.stderr)
+            res[f"floor_{queue}"] = measure_floor(floors, queue, tmp)
+            check_same_run(res["engine"]["events"], res[f"floor_{queue}"]["events"])
+    if cpu_time > 0:
+        print(f"floors: CPU time, {cpu_time} runs each ...", file=sys.stderr)
+        res["cpu"] = cpu_rates(engine, floors, cpu_time)
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, help="also write the numbers here")
@@ -267,20 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         help="also time N alternated runs of the whole scenario, engine and floor",
     )
     args = ap.parse_args(argv)
+    if args.cpu_time < 0:
+        ap.error(f"--cpu-time: a number of runs (0 or more) is allowed, got {args.cpu_time}")
     try:
-        floors = build_floors()
-        engine = baseline.build_engine(ROOT, ROOT / "target")
-        with tempfile.TemporaryDirectory(prefix="hetsched-floors-") as d:
-            tmp = Path(d)
-            print("callgrind: the engine ...", file=sys.stderr)
-            res = {"engine": measure_engine(engine, tmp)}
-            for queue in ("wheel", "heap"):
-                print(f"callgrind: the floor, {queue} ...", file=sys.stderr)
-                res[f"floor_{queue}"] = measure_floor(floors, queue, tmp)
-                check_same_run(res["engine"]["events"], res[f"floor_{queue}"]["events"])
-            if args.cpu_time > 0:
-                print(f"CPU time: {args.cpu_time} runs each ...", file=sys.stderr)
-                res["cpu"] = cpu_rates(engine, floors, args.cpu_time)
+        res = measure_all(args.cpu_time)
     except (RuntimeError, subprocess.CalledProcessError) as e:
         print(f"floors: {e}", file=sys.stderr)
         return 1

@@ -20,7 +20,11 @@ Runs, in one invocation (see docs/performance.md for what each number means):
 5. the local **sweep speed-up** with 2 workers against 1 (``sweep_speedup.py``);
 6. the side-by-side comparison with SimSo (``compare_simso.py``);
 7. with ``--baseline REV``, the engine's instructions per event at ``REV``
-   and at this tree, measured in this run (``baseline.py``).
+   and at this tree, measured in this run (``baseline.py``);
+8. with ``--floors`` (implied by ``--update-docs`` when valgrind is there),
+   the standard scenario's cost per event by part beside the floor of each
+   part (``floors.py``; builds the engine's and the floor's benchmark
+   binaries).
 
 It writes ``bench/results.json``; ``--update-docs`` also rewrites the
 generated tables of docs/performance.md (between ``<!-- bench:NAME -->``
@@ -366,7 +370,17 @@ def doc_sections(results: dict[str, Any]) -> dict[str, str]:
         )
     else:
         sweep = f"Not measured: {sw.get('error') if sw else 'skipped (--no-sweep)'}.\n"
-    return {"standard": standard, "scaling": scaling, "sweep": sweep}
+    sections = {"standard": standard, "scaling": scaling, "sweep": sweep}
+    fl = results.get("floors")
+    if fl and "error" not in fl:
+        import floors
+
+        sections["floors"] = (
+            f"Measured by `python bench/run.py --update-docs` on {results['date']}.\n\n"
+            + floors.table(fl)
+            + "\n"
+        )
+    return sections
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -422,6 +436,13 @@ def main(argv: list[str] | None = None) -> int:
         help="also compare the engine's instructions per event with revision REV's, "
         "in this run (bench/baseline.py: builds REV's and this tree's engine "
         "benchmark; callgrind)",
+    )
+    ap.add_argument(
+        "--floors",
+        action="store_true",
+        help="also measure the standard scenario's cost by part beside each part's floor "
+        "(bench/floors.py: builds two benchmark binaries; callgrind; implied by "
+        "--update-docs when valgrind is installed)",
     )
     ap.add_argument(
         "--docs-from",
@@ -517,6 +538,13 @@ def main(argv: list[str] | None = None) -> int:
             results["simso"] = compare(ROWS)
         except (OSError, subprocess.CalledProcessError) as e:
             results["simso"] = {"error": f"SimSo could not be installed or run: {e}"}
+    if args.floors or (args.update_docs and callgrind):
+        import floors
+
+        try:
+            results["floors"] = floors.measure_all(cpu_time=args.runs)
+        except (RuntimeError, subprocess.CalledProcessError) as e:
+            results["floors"] = {"error": str(e)[-800:]}
     if args.baseline:
         import baseline
 
@@ -585,6 +613,15 @@ def report(results: dict[str, Any]) -> None:
             f"{sw['wall_s_2']:.2f} s: {sw['speedup']:.2f}× "
             f"(CPU bound {sw['cpu_bound_speedup']:.2f}×)"
         )
+    fl = results.get("floors")
+    if fl and "error" not in fl:
+        print(
+            f"floors: the engine {fl['engine']['total']:.0f} instructions/event against "
+            f"{fl['floor_wheel']['total']:.0f} for the floors of its parts "
+            "(docs/performance.md, 'The floor of each part')"
+        )
+    elif fl:
+        print(f"floors: not measured ({fl['error']})")
     base = results.get("baseline")
     if base and "error" not in base:
         import baseline

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +111,39 @@ def test_the_floor_simulates_the_engines_run() -> None:
     assert floor["moved"] == pytest.approx(engine["migrations"], rel=0.15)
     # Every CPU busy the whole run, as in the engine's scenario (twice the demand).
     assert floor["busy_s"] == pytest.approx(64 * 3, rel=1e-6)
+
+
+def _part_costs(total: float) -> dict[str, Any]:
+    per = {p: total / len(floors.PARTS) for p in floors.PARTS}
+    return {"events": 160_000, "per_event": per, "total": total}
+
+
+def test_the_floors_table_is_generated_into_the_page_only_when_measured() -> None:
+    import run as bench_run
+
+    results: dict[str, Any] = {
+        "date": "2026-11-29",
+        "machine": {"cores": 2, "python": "3.11.7", "load_before": 1.0, "load_after": 1.0},
+        "standard": {
+            "scheduler": "cfs",
+            "events_per_cpu_sec": {
+                "median": 9e6,
+                "min": 8e6,
+                "max": 1e7,
+                "n": 5,
+                "events": 4_799_239,
+            },
+        },
+    }
+    assert "floors" not in bench_run.doc_sections(results)
+    results["floors"] = {"error": "valgrind is not installed"}
+    assert "floors" not in bench_run.doc_sections(results)
+    results["floors"] = {
+        "engine": _part_costs(1610.0),
+        "floor_wheel": _part_costs(560.0),
+        "floor_heap": _part_costs(840.0),
+    }
+    sec = bench_run.doc_sections(results)["floors"]
+    assert "| **all** | **1610** | **560** | **840** | **1050** |" in sec
+    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert "| **all** | **1610** |" in bench_run.replace_sections(page, {"floors": sec})
