@@ -186,20 +186,11 @@ def runnable(measured: Iterable[tuple[str, Path, dict[str, Any]]]) -> dict[str, 
 def cpu_run(exe: Path, scenario: str) -> tuple[int, float, str]:
     """Run ``exe`` once on the scenario text: ``(events, CPU seconds, trace
     hash)``, the CPU time being the child's user + system time."""
-    import resource
-
     with tempfile.TemporaryDirectory(prefix="hetsched-baseline-") as tmp:
         scn = Path(tmp) / "scenario.toml"
         scn.write_text(scenario, encoding="utf-8")
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        proc = subprocess.run(
-            [str(exe), str(scn), "1"], capture_output=True, text=True, check=False
-        )
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(f"bench: {exe} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        out, cpu = measure.child_cpu_run([str(exe), str(scn), "1"])
+    res = json.loads(out.strip().splitlines()[-1])
     return int(res["events"]), cpu, str(res["trace_hash"])
 
 

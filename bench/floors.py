@@ -203,17 +203,8 @@ def check_same_run(engine_events: int, floor_events: int) -> None:
 
 def floor_cpu_run(exe: Path, seconds: float, queue: str) -> tuple[int, float]:
     """Run the floor once: ``(events, CPU seconds)`` (user + system)."""
-    import resource
-
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(
-        [str(exe), str(seconds), queue], capture_output=True, text=True, check=False
-    )
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(f"bench: {exe} failed: {proc.stderr.strip()[-500:]}")
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    return int(json.loads(proc.stdout.strip().splitlines()[-1])["events"]), cpu
+    out, cpu = measure.child_cpu_run([str(exe), str(seconds), queue])
+    return int(json.loads(out.strip().splitlines()[-1])["events"]), cpu
 
 
 def cpu_rates(engine: Path, floor: Path, runs: int) -> dict[str, Any]:

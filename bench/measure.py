@@ -95,6 +95,21 @@ def cpu_timed(
     return events, clock() - c0
 
 
+def child_cpu_run(cmd: Sequence[str]) -> tuple[str, float]:
+    """Run ``cmd`` as a child process: its standard output and its CPU
+    seconds (user + system, from ``RUSAGE_CHILDREN`` around it). A failed
+    command raises ``RuntimeError`` with the end of what it printed."""
+    import resource
+
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench: {cmd[0]} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return proc.stdout, cpu
+
+
 def events_per_cpu_sec(samples: Sequence[tuple[int, float]]) -> dict[str, Any]:
     """The spread of events/CPU-s over ``samples`` of ``(events, cpu_s)``."""
     rates = []

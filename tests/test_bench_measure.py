@@ -246,3 +246,11 @@ def test_growth_is_called_when_its_module_exists_and_explained_when_not(
         "measured": False,
         "reason": "valgrind is not installed",
     }
+
+
+def test_a_child_runs_output_and_cpu_time_come_back_and_a_failure_says_so() -> None:
+    out, cpu = measure.child_cpu_run([sys.executable, "-c", "print(sum(range(2_000_000)), 'done')"])
+    assert out.split() == [str(sum(range(2_000_000))), "done"]
+    assert cpu > 0
+    with pytest.raises(RuntimeError, match="went wrong"):
+        measure.child_cpu_run([sys.executable, "-c", "raise SystemExit('went wrong')"])
