@@ -16,6 +16,7 @@ from hetsched.reproduce import (
     TREND_FLOOR,
     Row,
     bound_row,
+    by_paper,
     check_band,
     headline,
     li_isa,
@@ -134,6 +135,31 @@ def test_scorecard_lists_calibrations_and_consistency_checks_in_their_own_sectio
     assert "predicted" in preds and "fitted" not in preds and "echoed" not in preds
     assert "| `ipc`: fitted to Table 2 |" in cals and "echoed" not in cals
     assert "| Table 2's duty cycles |" in cons
+
+
+def test_the_scorecard_counts_each_papers_predictions_apart() -> None:
+    rows = [
+        _row("match", id="a-1"),
+        _row("differs", id="a-1"),
+        _row("match", id="b-1"),
+        _row("trend", id="a-2"),
+        _row("match", id="a-2", calibrated_by=CAL),
+        _row("match", id="b-1", follows_from="an input"),
+        _row("error", id="c-1"),
+    ]
+    papers = {"a-1": "Paper A", "a-2": "Paper A", "b-1": "Paper B"}
+    counts = dict(by_paper(rows, papers))
+    assert list(counts) == ["Paper A", "Paper B", "c-1"]
+    assert counts["Paper A"] == {
+        "predictions": 3, "match": 1, "trend": 1, "differs": 1, "error": 0,
+    }  # fmt: skip
+    assert counts["Paper B"]["predictions"] == 1 and counts["Paper B"]["match"] == 1
+    assert counts["c-1"]["error"] == 1
+    # The registry's papers by default; the page shows one line per paper.
+    md = scorecard_markdown([_row("match", id="li-f9"), _row("differs", id="li-f9")])
+    head = md.split("## Predictions", 1)[0]
+    (line,) = [x for x in head.splitlines() if x.startswith("| Li")]
+    assert line.endswith("| 2 | 1 | 0 | 1 | 50% |")
 
 
 def test_json_rows_carry_kind_and_metadata() -> None:

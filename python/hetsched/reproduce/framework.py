@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ __all__ = [
     "Row",
     "UnknownReproductionError",
     "bound_row",
+    "by_paper",
     "check_band",
     "headline",
     "registry",
@@ -425,6 +426,40 @@ def headline(rows: Sequence[Row]) -> str:
     )
 
 
+def by_paper(
+    rows: Sequence[Row], papers: Mapping[str, str] | None = None
+) -> list[tuple[str, dict[str, int]]]:
+    """The prediction rows' verdicts counted per paper, papers in the order of
+    their first row: ``[(paper, {"predictions": n, "match": a, "trend": b,
+    "differs": c, "error": d})]``. ``papers`` maps a reproduction id to its
+    paper (default: the registry's); an id it lacks counts under its own
+    name."""
+    if papers is None:
+        papers = {rid: rep.paper for rid, rep in registry.items()}
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        if _kind(r) != "prediction":
+            continue
+        c = out.setdefault(papers.get(r.id, r.id), {"predictions": 0, **dict.fromkeys(VERDICTS, 0)})
+        c["predictions"] += 1
+        c[r.verdict] = c.get(r.verdict, 0) + 1
+    return list(out.items())
+
+
+def _by_paper_markdown(rows: Sequence[Row]) -> list[str]:
+    lines = [
+        "| paper | predictions | match | trend | differ | matching share |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for paper, c in by_paper(rows):
+        share = c["match"] / c["predictions"] if c["predictions"] else 0.0
+        lines.append(
+            f"| {paper} | {c['predictions']} | {c['match']} | {c['trend']} | "
+            f"{c['differs'] + c['error']} | {share:.0%} |"
+        )
+    return lines
+
+
 def scorecard_markdown(rows: Sequence[Row], title: str = "Validation scorecard") -> str:
     """``docs/validation.md``: the prediction rows as a Markdown table under a
     headline that counts them only, then the calibration points (with the
@@ -448,6 +483,10 @@ def scorecard_markdown(rows: Sequence[Row], title: str = "Validation scorecard")
         "or by construction. Only predictions are counted.",
         "",
         headline(rows),
+        "",
+        "By paper (predictions only; errors count as differing):",
+        "",
+        *_by_paper_markdown(rows),
         "",
         "## Predictions",
         "",
