@@ -76,6 +76,12 @@ def scenario_text(scheduler: str, duration_s: float) -> str:
 
 def build_engine(tree: Path, target_dir: Path) -> Path:
     """Build the benchmark binary of ``tree`` (release profile) and return its path."""
+    return build_bench(tree, target_dir, "engine")
+
+
+def build_bench(tree: Path, target_dir: Path, name: str) -> Path:
+    """Build the core's benchmark ``name`` (``crates/hetsched-core/benches/NAME.rs``)
+    of ``tree`` in the release profile and return its path."""
     cmd = [
         "cargo",
         "build",
@@ -83,10 +89,10 @@ def build_engine(tree: Path, target_dir: Path) -> Path:
         "-p",
         "hetsched-core",
         "--bench",
-        "engine",
+        name,
         "--message-format=json",
     ]
-    print(f"building the engine benchmark in {tree} ...", file=sys.stderr)
+    print(f"building the {name} benchmark in {tree} ...", file=sys.stderr)
     proc = subprocess.run(
         cmd,
         cwd=tree,
@@ -104,10 +110,10 @@ def build_engine(tree: Path, target_dir: Path) -> Path:
         except json.JSONDecodeError:
             continue
         target = msg.get("target", {}).get("name")
-        if msg.get("reason") == "compiler-artifact" and target == "engine":
+        if msg.get("reason") == "compiler-artifact" and target == name:
             exe = msg.get("executable") or exe
     if exe is None:
-        raise RuntimeError(f"bench: cargo built no engine benchmark in {tree}")
+        raise RuntimeError(f"bench: cargo built no {name} benchmark in {tree}")
     return Path(exe)
 
 

@@ -69,35 +69,7 @@ _LINE = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+(.*)$")
 
 def build_floors() -> Path:
     """Build the floor benchmark (release profile) and return its path."""
-    proc = subprocess.run(
-        [
-            "cargo",
-            "build",
-            "--release",
-            "-p",
-            "hetsched-core",
-            "--bench",
-            "floors",
-            "--message-format=json",
-        ],
-        cwd=ROOT,
-        env=baseline._env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"bench: building the floor benchmark failed:\n{proc.stderr[-2000:]}")
-    for line in proc.stdout.splitlines():
-        try:
-            msg = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        target = msg.get("target", {}).get("name")
-        built = msg.get("reason") == "compiler-artifact" and target == "floors"
-        if built and msg.get("executable"):
-            return Path(msg["executable"])
-    raise RuntimeError("bench: cargo built no floor benchmark")
+    return baseline.build_bench(ROOT, ROOT / "target", "floors")
 
 
 def functions(profile: Path) -> Counter[str]:
@@ -168,11 +140,11 @@ def per_part(runs: list[tuple[Counter[str], int]], parts: list[tuple[str, str]])
 def measure_engine(exe: Path, tmp: Path) -> dict[str, Any]:
     runs = []
     for i, length in enumerate(baseline.LENGTHS_S):
-        scn = tmp / f"engine-{i}.toml"
-        scn.write_text(baseline.scenario_text("cfs", length), encoding="utf-8")
         prof = tmp / f"engine-{i}.callgrind"
-        out = _callgrind([str(exe), str(scn), "1"], prof)
-        runs.append((functions(prof), int(json.loads(out.strip().splitlines()[-1])["events"])))
+        res = baseline.count(exe, baseline.scenario_text("cfs", length), prof)
+        if "error" in res:
+            raise RuntimeError(f"bench: the engine failed under callgrind: {res['error']}")
+        runs.append((functions(prof), res["events"]))
     return per_part(runs, ENGINE_PARTS)
 
 
