@@ -56,7 +56,7 @@ ENGINE_PARTS: list[tuple[str, str]] = [
 #: The floor binary's functions, by the same parts.
 FLOOR_PARTS: list[tuple[str, str]] = [
     ("CPU accounting and state", r"floors::acct_"),
-    ("policy (`cfs`)", r"floors::(cfs_|sched_slice|update_min_vruntime)"),
+    ("policy (`cfs`)", r"floors::(cfs_|sched_slice|update_min_vruntime|move_queued)"),
     ("event loop and dispatch", r"floors::(main|schedule|arm_tick|preempt)\b"),
     ("event queue", r"floors::q_(push|pop)\b|queue::|BinaryHeap|sift_"),
     ("thread programs", r"floors::program_next\b|Uniform|rand"),

@@ -337,17 +337,24 @@ fn cfs_newidle(s: &mut Sim, cpu: usize) -> bool {
     if best == usize::MAX {
         return false;
     }
-    let (v, t) = s.cpus[best].timeline.remove(0);
-    s.cpus[best].nr -= 1;
-    let src_min = s.cpus[best].min_vruntime;
-    let c = &mut s.cpus[cpu];
-    let v = v.saturating_sub(src_min) + c.min_vruntime;
-    s.th[t as usize].vruntime = v;
-    s.th[t as usize].cpu = cpu as u32;
-    c.timeline.push((v, t));
-    c.nr += 1;
-    s.moved += 1;
+    move_queued(s, best, cpu);
     true
+}
+
+/// Move `src`'s least urgent queued thread (its largest vruntime) to `dst`,
+/// its vruntime moved into `dst`'s frame.
+fn move_queued(s: &mut Sim, src: usize, dst: usize) {
+    let (v, t) = s.cpus[src].timeline.remove(0);
+    s.cpus[src].nr -= 1;
+    let src_min = s.cpus[src].min_vruntime;
+    let d = &mut s.cpus[dst];
+    let v = v.saturating_sub(src_min) + d.min_vruntime;
+    s.th[t as usize].vruntime = v;
+    s.th[t as usize].cpu = dst as u32;
+    let at = d.timeline.partition_point(|e| *e > (v, t));
+    d.timeline.insert(at, (v, t));
+    d.nr += 1;
+    s.moved += 1;
 }
 
 /// Periodic balancing on `cpu`'s tick: in each domain whose interval has
@@ -370,18 +377,8 @@ fn cfs_balance(s: &mut Sim, cpu: usize) {
         if s.cpus[cpu].nr < least + 2 || s.cpus[cpu].timeline.is_empty() {
             continue;
         }
-        let (v, t) = s.cpus[cpu].timeline.remove(0);
-        s.cpus[cpu].nr -= 1;
-        let src_min = s.cpus[cpu].min_vruntime;
-        let d = &mut s.cpus[dst];
-        let v = v.saturating_sub(src_min) + d.min_vruntime;
-        s.th[t as usize].vruntime = v;
-        s.th[t as usize].cpu = dst as u32;
-        let at = d.timeline.partition_point(|e| *e > (v, t));
-        d.timeline.insert(at, (v, t));
-        d.nr += 1;
-        s.moved += 1;
-        if d.curr.is_none() {
+        move_queued(s, cpu, dst);
+        if s.cpus[dst].curr.is_none() {
             s.kicked.push(dst);
         }
         return;
