@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -312,24 +313,30 @@ def speed_row(
     )
 
 
+def _traced_runs(
+    vms: list[dict[str, Any]], sched: str, scale: str, nfast: int, nslow: int
+) -> Iterator[tuple[Any, list[dict[str, Any]], float]]:
+    """Per seed of the first :data:`NOISE_SEEDS`: the traced run, its run
+    intervals (the trace's ``run`` events) and the end of the last one, s."""
+    for seed in SEEDS[scale][:NOISE_SEEDS]:
+        res = run(vms, sched, seed, nfast, nslow, trace=True)
+        runs = [e for e in res.trace if e.get("type") == "run"]
+        yield res, runs, max((float(e["end_ns"]) * 1e-9 for e in runs), default=0.0)
+
+
 def seq_fast_share(
     vms: list[dict[str, Any]], sched: str, vm: str, scale: str, nfast: int = 1, nslow: int = 7
 ) -> float:
     """Share of VM ``vm``'s single-active-vCPU time (its sequential phases)
     spent on a fast core, over the first :data:`NOISE_SEEDS` seeds."""
     seq = fast = 0.0
-    for seed in SEEDS[scale][:NOISE_SEEDS]:
-        res = run(vms, sched, seed, nfast, nslow, trace=True)
+    for res, runs, end in _traced_runs(vms, sched, scale, nfast, nslow):
         row = next(r for r in res.vms.to_dict("records") if str(r["name"]) == vm)
         mine = {int(t) for t in row["vcpu_tasks"]}
         steps = [list(x) for x in row["active_vcpus"]]
-        end = max(
-            (float(e["end_ns"]) * 1e-9 for e in res.trace if e.get("type") == "run"),
-            default=0.0,
-        )
         seq += _time_with_active(steps, 0.0, end, 1) - _time_with_active(steps, 0.0, end, 0)
-        for e in res.trace:
-            if e.get("type") == "run" and int(e["cpu"]) < nfast and int(e["task"]) in mine:
+        for e in runs:
+            if int(e["cpu"]) < nfast and int(e["task"]) in mine:
                 a, b = float(e["t_ns"]) * 1e-9, float(e["end_ns"]) * 1e-9
                 fast += _time_with_active(steps, a, b, 1)
     return fast / seq if seq > 0 else 0.0
@@ -341,10 +348,7 @@ def fast_idle_share(
     """Share of the run (to its last task's end) in which the fast cores run
     nothing, over the first :data:`NOISE_SEEDS` seeds."""
     idle = total = 0.0
-    for seed in SEEDS[scale][:NOISE_SEEDS]:
-        res = run(vms, sched, seed, nfast, nslow, trace=True)
-        runs = [e for e in res.trace if e.get("type") == "run"]
-        end = max((float(e["end_ns"]) * 1e-9 for e in runs), default=0.0)
+    for _, runs, end in _traced_runs(vms, sched, scale, nfast, nslow):
         busy = sum(
             (float(e["end_ns"]) - float(e["t_ns"])) * 1e-9 for e in runs if int(e["cpu"]) < nfast
         )
